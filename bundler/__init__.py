@@ -1,0 +1,3 @@
+"""bundler: portable GPU pilot projects that survive a change of machine."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests import dockerenv
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Point HOME and the caches at a temporary folder, as cookiecutter's own tests do."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "bundler-cache"))
+    yield home
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """A client of a real engine. Without one: fail under CI=true, skip elsewhere."""
+    client = dockerenv.engine_client()
+    if client is None:
+        message = "no Docker engine answers (start one with `dockerd &` as root; .ci/run does it)"
+        if dockerenv.in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    return client
+
+
+@pytest.fixture(scope="session")
+def debian_python_image(docker_client) -> str:
+    """Tag of a local Debian bookworm image with python3.11 + venv (no torch, no pip packages)."""
+    return dockerenv.ensure_base_image(docker_client, "bookworm")
+
+
+@pytest.fixture(scope="session")
+def debian_python_image_factory(docker_client):
+    """Build (once) and return the tag for a Debian suite: 'bookworm' (3.11) or 'trixie' (3.13)."""
+    return lambda suite: dockerenv.ensure_base_image(docker_client, suite)

@@ -52,6 +52,7 @@ def staged_directory(dest: Path) -> Iterator[Path]:
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
     try:
+        os.chmod(staging, 0o777 & ~_umask())
         yield staging
         if dest.is_dir():
             dest.rmdir()  # only an empty folder gets here; rmdir refuses anything else
@@ -59,6 +60,12 @@ def staged_directory(dest: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:

@@ -42,3 +42,46 @@ def debian_python_image(docker_client) -> str:
 def debian_python_image_factory(docker_client):
     """Build (once) and return the tag for a Debian suite: 'bookworm' (3.11) or 'trixie' (3.13)."""
     return lambda suite: dockerenv.ensure_base_image(docker_client, suite)
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None):
+    """Run the real `bundler` entry point in a subprocess; returns CompletedProcess."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "bundler", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def scaffold_project(dest: Path, **settings: str) -> Path:
+    """A freshly generated project (through the library, as `bundler new --no-input` does)."""
+    from bundler import scaffold
+
+    answers = scaffold.build_answers(dest, name=None, backend=None, settings=settings)
+    return scaffold.scaffold(dest, answers).dest
+
+
+def run_pilot(project: Path, *args: str, package: str = "example"):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", f"{package}.pilot", "--config", "config/pilot.json", *args],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project / "src")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture
+def example_project(tmp_path) -> Path:
+    """The example project, package `example`, in a temporary folder."""
+    return scaffold_project(tmp_path / "example")

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Prepares a Debian/Ubuntu host (as root) for bundler's test suite: Docker's engine,
+# debootstrap (the tests build their base images locally; no registry is reachable) and
+# a local image registry. Starts dockerd when no engine answers. Safe to run twice.
+set -euo pipefail
+
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+[ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "host-setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  echo "host-setup: starting dockerd"
+  nohup dockerd >/var/log/bundler-test-dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+fi
+docker info --format 'host-setup: Docker engine {{.ServerVersion}} answers' \
+  || { echo "host-setup: dockerd did not start; see /var/log/bundler-test-dockerd.log" >&2; exit 1; }

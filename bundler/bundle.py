@@ -26,6 +26,10 @@ passes silently)::
     module = "flash_attn"                  # import name
     compile = true                         # needs a devel base to build
     check = "flash_attn.__version__"       # optional expression evaluated after import
+
+    [diagnostics]                          # optional; read by diagnostics/run.py
+    memory_hook = "doc_pilot.diag:step"    # function(device) running one representative step
+    results_dir = "runs"                   # folder tested for space/speed/checkpoints
 """
 
 from __future__ import annotations
@@ -176,6 +180,7 @@ _SECTIONS = {
     "project": {"name", "package", "entry"},
     "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest"},
     "build": {"lock", "size_budget_mb"},
+    "diagnostics": {"memory_hook", "results_dir"},
 }
 _EXTENSION_KEYS = {"name", "module", "compile", "check"}
 
@@ -183,7 +188,7 @@ _EXTENSION_KEYS = {"name", "module", "compile", "check"}
 def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
     _check_keys(path, "", data, set(_SECTIONS) | {"extensions"})
     for section, keys in _SECTIONS.items():
-        if section not in ("build",) and section not in data:
+        if section not in ("build", "diagnostics") and section not in data:
             raise ProjectFileError(
                 f"{path}: section [{section}] is missing.",
                 hint=f"Add [{section}] with keys {', '.join(sorted(keys))}.",

@@ -1,0 +1,194 @@
+"""`bundler diagnose`: run the stand-alone diagnostics/ folder here or inside a built image.
+
+The folder itself (diagnostics/run.py) does the checking; this module only chooses where it
+runs, gives a container the device flags of its backend, and keeps the JSON report in the
+project as ``runs/diagnostics-<UTC timestamp>.json``. The exit code is the report's: 0, or
+10 + the number of the first failing stage (bundler.errors.DiagnosticsFailed).
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from bundler.bundle import Bundle
+from bundler.errors import DiagnosticsFailed, EngineError, ExternalError, UsageError
+from bundler.fsutil import atomic_write_json
+
+# Where a built image keeps things (bundler build places them there).
+IMAGE_DIAGNOSTICS = "/opt/bundle/diagnostics"
+IMAGE_PYTHON = "/opt/venv/bin/python"  # overridden by the image's BUNDLE_PYTHON env when set
+IMAGE_REPORT = "/tmp/bundle-diagnostics.json"
+CONTAINER_TIMEOUT_S = 900
+ROCM_DEVICES = ("/dev/kfd", "/dev/dri")
+
+Echo = Callable[[str], None]
+
+
+@dataclass
+class DiagnoseResult:
+    mode: str  # "local" | "image"
+    report: dict
+    report_path: Path
+    exit_code: int
+    notes: list = field(default_factory=list)
+
+    def failure(self) -> DiagnosticsFailed | None:
+        if self.exit_code == 0:
+            return None
+        stage = next((s for s in self.report.get("stages", []) if s.get("status") == "fail"), None)
+        if stage is None:
+            return DiagnosticsFailed(f"diagnostics exited {self.exit_code}; report: {self.report_path}.",
+                                     stage="unknown", exit_code=self.exit_code, path=self.report_path)
+        reason = next((m.split(": ", 1)[1] for m in stage.get("messages", []) if m.startswith("fail: ")), "")
+        return DiagnosticsFailed(
+            f"diagnostics stage {stage['number']} '{stage['name']}' failed: {reason} (report: {self.report_path}).",
+            stage=stage["name"], exit_code=self.exit_code, hint=stage.get("hint"), path=self.report_path,
+        )
+
+
+def diagnostics_folder(project: Path) -> Path:
+    """The project's own copy of diagnostics/ when it has one, else the copy shipped with bundler."""
+    own = Path(project) / "diagnostics"
+    if (own / "run.py").is_file():
+        return own
+    from bundler.resources import resource_path
+
+    return resource_path("diagnostics")
+
+
+def report_destination(project: Path, now: datetime.datetime | None = None) -> Path:
+    stamp = (now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    runs = Path(project) / "runs"
+    path, counter = runs / f"diagnostics-{stamp}.json", 1
+    while path.exists():
+        path, counter = runs / f"diagnostics-{stamp}-{counter}.json", counter + 1
+    return path
+
+
+def run_local(bundle: Bundle, *, keep_going: bool = False, echo: Echo = sys.stderr.write, python: str | None = None) -> DiagnoseResult:
+    """Run the folder with this interpreter (or ``python``), streaming its table through ``echo``."""
+    run_py = diagnostics_folder(bundle.root) / "run.py"
+    with tempfile.TemporaryDirectory(prefix="bundler-diagnose-") as work:
+        report_file = Path(work) / "report.json"
+        command = [python or sys.executable, str(run_py), "--project", str(bundle.root), "--json", str(report_file)]
+        if keep_going:
+            command.append("--keep-going")
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+        except OSError as error:
+            raise ExternalError(f"cannot start {command[0]}: {error.strerror}.", hint="Pass an interpreter that exists.", path=command[0]) from None
+        for line in process.stdout:
+            echo(line)
+        code = process.wait()
+        report = _read_report(report_file.read_bytes() if report_file.is_file() else None, code, str(run_py))
+    return _keep(bundle, "local", report, code)
+
+
+def device_flags(backend: str, *, nvidia_host: bool, rocm_devices: tuple = ()) -> tuple[dict, list]:
+    """docker-py run options giving a container the GPUs of ``backend``; plus notes for the user."""
+    notes: list = []
+    if backend == "cuda":
+        options: dict = {"shm_size": "8g"}
+        if nvidia_host:
+            import docker.types
+
+            options["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        else:
+            notes.append("no NVIDIA driver on this host: the container gets no GPU, so the device stage will fail")
+        return options, notes
+    if backend == "rocm":
+        if len(rocm_devices) < len(ROCM_DEVICES):
+            notes.append("no /dev/kfd or /dev/dri on this host: the container gets no AMD GPU")
+        return {"devices": [f"{path}:{path}:rwm" for path in rocm_devices], "group_add": ["video"], "ipc_mode": "host"}, notes
+    return {"shm_size": "2g"}, notes
+
+
+def host_has_nvidia() -> bool:
+    return os.path.exists("/proc/driver/nvidia/version") or shutil.which("nvidia-smi") is not None
+
+
+def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo = sys.stderr.write) -> DiagnoseResult:
+    """Run the image's own diagnostics folder in a container and copy its report back."""
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=CONTAINER_TIMEOUT_S)
+        client.ping()
+    except docker.errors.DockerException as error:
+        raise EngineError(f"no Docker engine answers: {error}.", hint="Start Docker (or set DOCKER_HOST), then retry.") from None
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        raise UsageError(f"image {tag!r} is not on this Docker engine.", hint="Build it with `bundler build --tag TAG`, or pull it first.", value=tag) from None
+    environment = dict(item.split("=", 1) for item in (image.attrs.get("Config", {}).get("Env") or []) if "=" in item)
+    python = environment.get("BUNDLE_PYTHON", IMAGE_PYTHON)
+    backend = bundle.target.backend
+    options, notes = device_flags(backend, nvidia_host=host_has_nvidia(), rocm_devices=tuple(p for p in ROCM_DEVICES if os.path.exists(p)))
+    for note in notes:
+        echo(f"note: {note}\n")
+    command = [python, f"{IMAGE_DIAGNOSTICS}/run.py", "--backend", backend, "--json", IMAGE_REPORT]
+    if keep_going:
+        command.append("--keep-going")
+    container = client.containers.create(tag, command=command, **options)
+    try:
+        try:
+            container.start()
+        except docker.errors.APIError as error:
+            raise ExternalError(
+                f"the container of {tag} could not run {python} {IMAGE_DIAGNOSTICS}/run.py: {error.explanation or error}.",
+                hint="Rebuild the image with `bundler build` (it places the interpreter and the diagnostics folder there).",
+                value=tag,
+            ) from None
+        for chunk in container.logs(stream=True, follow=True):
+            echo(chunk.decode("utf-8", errors="replace"))
+        code = int(container.wait(timeout=CONTAINER_TIMEOUT_S).get("StatusCode", 1))
+        report = _read_report(_copy_out(container, IMAGE_REPORT), code, f"{tag}:{IMAGE_DIAGNOSTICS}/run.py")
+    finally:
+        container.remove(force=True)
+    result = _keep(bundle, "image", report, code)
+    result.notes = notes
+    return result
+
+
+def _copy_out(container, path: str) -> bytes | None:
+    import docker.errors
+
+    try:
+        stream, _ = container.get_archive(path)
+    except docker.errors.NotFound:
+        return None
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+        member = archive.extractfile(os.path.basename(path))
+        return member.read() if member else None
+
+
+def _read_report(data: bytes | None, code: int, where: str) -> dict:
+    if data is None:
+        raise ExternalError(
+            f"the diagnostics ({where}) exited {code} without writing a report.",
+            hint="Run `python diagnostics/run.py` by hand to see the error; exit 2 means bad usage, 127 a missing interpreter.",
+            value=code,
+        )
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ExternalError(f"the diagnostics report from {where} is not JSON.", hint="Check the diagnostics folder is intact.") from None
+
+
+def _keep(bundle: Bundle, mode: str, report: dict, code: int) -> DiagnoseResult:
+    code = int(report.get("exit_code", code))
+    path = report_destination(bundle.root)
+    atomic_write_json(path, report)
+    return DiagnoseResult(mode=mode, report=report, report_path=path, exit_code=code)

@@ -1,0 +1,120 @@
+"""Command line of diagnostics/run.py: parse, find the bundle, run the stages, report."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+import traceback
+
+from bdiag import VERSION, report
+from bdiag.context import BACKENDS, Context, find_bundle
+from bdiag.probe import Probe
+from bdiag.result import FAIL, StageResult
+from bdiag.stages import ORDER
+
+USAGE_EXIT = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    parse = argparse.ArgumentParser(
+        prog="python diagnostics/run.py",
+        description="Staged checks of this machine for a bundle: interpreter, packages, torch, device, compute, "
+                    "extensions, memory, io, checkpoint, collectives. Exit 0 when no stage failed, "
+                    "10 + the number of the first failing stage otherwise, 2 for bad usage.",
+    )
+    parse.add_argument("--backend", choices=BACKENDS, help="expected backend (default: the bundle's [target] backend, else what torch finds)")
+    parse.add_argument("--json", metavar="FILE", help="write the JSON report to FILE (atomically)")
+    parse.add_argument("--keep-going", action="store_true", help="run every stage even after a failure")
+    parse.add_argument("--project", metavar="DIR", help="project folder holding bundle.toml (default: see README.md)")
+    parse.add_argument("--results", metavar="DIR", help="results folder to test for space, speed and checkpoints (default: <project>/runs)")
+    return parse
+
+
+def main(argv=None, probe: Probe | None = None, stream=None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0) if exit_.code in (0, None) else USAGE_EXIT
+    if args.project and not os.path.isdir(args.project):
+        sys.stderr.write(f"run.py: --project {args.project} is not a folder\n")
+        return USAGE_EXIT
+    probe = probe or Probe()
+    ctx = build_context(args, probe)
+    started = time.time()
+    backend_line = f"backend {ctx.backend} (from {ctx.backend_source})" if ctx.backend else "backend not given: taken from the torch build"
+    report.header(backend_line, stream)
+    probe.prestart()
+    try:
+        results = run_stages(ctx, lambda result: report.row(result, stream))
+    finally:
+        probe.close()
+    code = report.exit_code(results)
+    report.footer(results, code, stream)
+    if args.json:
+        try:
+            report.write_json(args.json, build_report(ctx, results, code, started))
+        except OSError as error:
+            sys.stderr.write(f"run.py: cannot write the JSON report {args.json}: {error.strerror or error}\n")
+            return code or USAGE_EXIT
+    return code
+
+
+def build_context(args, probe) -> Context:
+    environ = probe.environ()
+    bundle = find_bundle(args.project, environ)
+    backend, source = args.backend, "--backend"
+    if backend is None and bundle is not None and not bundle.error:
+        backend, source = bundle.target.get("backend"), f"{bundle.path}"
+    results_dir = args.results
+    if results_dir is None and bundle is not None and not bundle.error:
+        results_dir = os.path.join(bundle.root, str(bundle.diagnostics.get("results_dir", "runs")))
+    return Context(probe=probe, backend=backend, backend_source=source if backend else "inferred", bundle=bundle,
+                   results_dir=results_dir, keep_going=args.keep_going)
+
+
+def run_stages(ctx: Context, on_result=None) -> list:
+    results, first_failure = [], None
+    for number, stage in enumerate(ORDER, 1):
+        result = StageResult(stage.NAME, number)
+        if first_failure is not None and not ctx.keep_going:
+            result.skip(f"not run: stage {first_failure.number} {first_failure.name} failed (--keep-going runs every stage)")
+        elif stage.NEEDS_TORCH and ctx.torch is None:
+            result.skip("torch is not importable")
+        else:
+            start = time.perf_counter()
+            try:
+                stage.run(ctx, result)
+            except Exception as error:
+                result.values["traceback"] = traceback.format_exc().splitlines()[-12:]
+                result.fail(f"unexpected {type(error).__name__}: {error}",
+                            "The machine behaves in a way the diagnostics did not expect: the report's values hold the traceback.")
+            result.seconds = time.perf_counter() - start
+        if result.status == FAIL and first_failure is None:
+            first_failure = result
+        results.append(result)
+        if on_result:
+            on_result(result)
+    return results
+
+
+def build_report(ctx: Context, results: list, code: int, started: float) -> dict:
+    first = next((result for result in results if result.status == FAIL), None)
+    return {
+        "diagnostics_version": VERSION,
+        "backend": ctx.backend,
+        "backend_source": ctx.backend_source,
+        "bundle": ctx.bundle.path if ctx.bundle else None,
+        "results_dir": ctx.results_dir,
+        "keep_going": ctx.keep_going,
+        "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds"),
+        "seconds": round(time.time() - started, 3),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "stages": [result.as_dict() for result in results],
+        "first_failure": first.name if first else None,
+        "exit_code": code,
+    }

@@ -1,0 +1,109 @@
+"""What a diagnostics run knows before the stages start: the bundle, the backend, the folders."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from bdiag import FOLDER
+
+BUNDLE_FILE = "bundle.toml"
+BACKENDS = ("cuda", "rocm", "cpu")
+IMAGE_ROOT = "/opt/bundle"  # where built images place the project (override: BUNDLE_ROOT)
+
+
+@dataclass
+class BundleInfo:
+    """The parts of bundle.toml the diagnostics use; ``error`` is set when it does not parse."""
+
+    path: str
+    root: str
+    target: dict = field(default_factory=dict)
+    lock: str = "requirements-rebuild.txt"
+    extensions: list = field(default_factory=list)
+    diagnostics: dict = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def lock_path(self) -> str:
+        return os.path.join(self.root, self.lock)
+
+
+def bundle_candidates(project: str | None, environ) -> list[str]:
+    """Folders searched for bundle.toml, in order (see README.md, "Which bundle")."""
+    if project:
+        return [project]
+    candidates = []
+    if environ.get("BUNDLE_ROOT"):
+        candidates.append(environ["BUNDLE_ROOT"])
+    candidates += [os.path.dirname(FOLDER), IMAGE_ROOT, os.path.join(IMAGE_ROOT, "app")]
+    return candidates
+
+
+def find_bundle(project: str | None, environ) -> BundleInfo | None:
+    for folder in bundle_candidates(project, environ):
+        path = os.path.join(folder, BUNDLE_FILE)
+        if os.path.isfile(path):
+            return read_bundle(path)
+    return None
+
+
+def read_bundle(path: str) -> BundleInfo:
+    info = BundleInfo(path=os.path.abspath(path), root=os.path.dirname(os.path.abspath(path)))
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11
+        try:
+            import tomli as tomllib
+        except ImportError:
+            info.error = "this Python has no TOML reader (tomllib arrived in 3.11; tomli is not installed)"
+            return info
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        info.error = f"does not parse as TOML: {error}"
+        return info
+    except OSError as error:
+        info.error = f"cannot be read: {error.strerror}"
+        return info
+    target, build = data.get("target", {}), data.get("build", {})
+    diagnostics, extensions = data.get("diagnostics", {}), data.get("extensions", [])
+    if not all(isinstance(table, dict) for table in (target, build, diagnostics)) or not isinstance(extensions, list):
+        info.error = "[target], [build] and [diagnostics] must be tables and [[extensions]] an array of tables"
+        return info
+    backend = target.get("backend")
+    if backend not in BACKENDS:
+        info.error = f"[target] backend is {backend!r}, expected one of {', '.join(BACKENDS)}"
+        return info
+    bad = [item for item in extensions if not isinstance(item, dict) or not isinstance(item.get("module"), str)]
+    if bad:
+        info.error = "every [[extensions]] entry needs a module = \"import.name\""
+        return info
+    info.target = {key: str(value) for key, value in target.items()}
+    info.lock = str(build.get("lock", info.lock))
+    info.extensions = extensions
+    info.diagnostics = diagnostics
+    return info
+
+
+@dataclass
+class Context:
+    """Shared by the stages: the expected backend, the bundle, the probe and what earlier stages found."""
+
+    probe: object
+    backend: str | None  # expected backend; None until known
+    backend_source: str  # "flag" | "bundle" | "inferred"
+    bundle: BundleInfo | None
+    results_dir: str | None  # None: a temporary folder chosen by the io stage
+    keep_going: bool = False
+    torch: object = None  # the imported module once the torch stage passed
+    facts: dict = field(default_factory=dict)  # what earlier stages measured, for later ones
+
+    @property
+    def gpu(self) -> bool:
+        return self.backend in ("cuda", "rocm")
+
+    @property
+    def accelerator(self) -> str:
+        return (self.bundle.target.get("accelerator", "") if self.bundle and not self.bundle.error else "") or ""

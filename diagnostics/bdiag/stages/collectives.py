@@ -1,0 +1,44 @@
+"""Stage 10: a 2-rank all_reduce in fresh processes (NCCL/RCCL on GPUs, gloo on CPU)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+
+NAME = "collectives"
+NEEDS_TORCH = True
+WORLD = 2
+
+
+def run(ctx, result) -> None:
+    probe, torch = ctx.probe, ctx.torch
+    if ctx.gpu:
+        count = probe.device_count(torch) if probe.cuda_available(torch) else 0
+        result.values["devices"] = count
+        if count < WORLD:
+            result.skip(f"{count} device visible: collectives need at least {WORLD}")
+            return
+        backend, device = "nccl", "cuda"  # torch's "nccl" is RCCL on ROCm builds
+    else:
+        if probe.environ().get("BUNDLE_DIAG_GLOO") != "1":
+            result.skip("backend cpu: one device; set BUNDLE_DIAG_GLOO=1 for a 2-rank gloo all_reduce on the CPU")
+            return
+        backend, device = "gloo", "cpu"
+    if not torch.distributed.is_available():
+        result.fail("this torch build has no torch.distributed", "Install a torch build with distributed support.")
+        return
+    folder = tempfile.mkdtemp(prefix="bundle-collectives-")
+    try:
+        answers = probe.run_collective(backend, device, WORLD, folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    result.values.update(backend=backend, world=WORLD, ranks=answers)
+    broken = [answer for answer in answers if not answer.get("ok")]
+    if broken:
+        detail = broken[0].get("error") or f"rank {broken[0].get('rank')} got {broken[0].get('value')}, expected {broken[0].get('expected')}"
+        result.fail(f"a {WORLD}-rank {backend} all_reduce failed: {detail}",
+                    "Start the container with --ipc=host (or a large --shm-size); rerun with NCCL_DEBUG=INFO to see the transport that fails.")
+        return
+    bandwidth = min(answer.get("bus_bandwidth_gb_s", 0) for answer in answers)
+    result.values["bus_bandwidth_gb_s"] = bandwidth
+    result.summary = f"{backend} all_reduce × {WORLD} ok, bus {bandwidth:.1f} GB/s"

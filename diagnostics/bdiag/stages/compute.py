@@ -1,0 +1,112 @@
+"""Stage 5: a GEMM checked against a float64 reference, then throughput against the datasheet."""
+
+from __future__ import annotations
+
+from bdiag.datasheet import grade, match_gpu, thresholds
+from bdiag.stages.common import gpu_missing
+
+NAME = "compute"
+NEEDS_TORCH = True
+CHECK_SIZE = 512
+TOLERANCE = {"float32": 5e-3, "bfloat16": 3e-2, "float16": 1e-2}  # relative Frobenius error; fp32 allows TF32
+# Bits of nvidia-smi's clocks_event_reasons.active that mean the card slowed down on its own.
+CLOCK_REASONS = {0x4: "software power cap", 0x8: "hardware slowdown", 0x40: "software thermal slowdown",
+                 0x80: "hardware thermal slowdown", 0x100: "hardware power brake"}
+
+
+def run(ctx, result) -> None:
+    if gpu_missing(ctx, result):
+        return
+    torch = ctx.torch
+    device = torch.device("cuda", 0) if ctx.gpu else torch.device("cpu")
+    dtypes = [torch.float32]
+    if ctx.gpu:
+        dtypes.append(best_dtype(torch, ctx))
+    for dtype in dtypes:
+        if not _correct(ctx, result, device, dtype):
+            return
+    if not ctx.gpu:
+        gflops = ctx.probe.cpu_gemm_gflops(torch)
+        result.values.update(gemm_gflops=round(gflops, 1), datasheet="none for CPUs: judged on correctness only")
+        result.summary = f"GEMM float32 {gflops:.0f} GFLOP/s (CPU)"
+        return
+    _throughput(ctx, result, device, dtypes[-1])
+
+
+def best_dtype(torch, ctx):
+    """bf16 where tensor cores take it (sm80+, MI200/MI300), fp16 otherwise."""
+    devices = ctx.facts.get("devices") or []
+    capability = devices[0]["capability"] if devices else [0, 0]
+    if ctx.backend == "rocm" or capability[0] >= 8:
+        return torch.bfloat16
+    return torch.float16
+
+
+def _correct(ctx, result, device, dtype) -> bool:
+    torch = ctx.torch
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(CHECK_SIZE, CHECK_SIZE, generator=generator, dtype=torch.float64)
+    b = torch.randn(CHECK_SIZE, CHECK_SIZE, generator=generator, dtype=torch.float64)
+    reference = a @ b
+    got = ctx.probe.device_matmul(torch, a, b, device, dtype)
+    error = float(torch.linalg.norm(got - reference) / torch.linalg.norm(reference))
+    name = str(dtype).replace("torch.", "")
+    result.values[f"gemm_{name}_relative_error"] = error
+    if not error <= TOLERANCE[name]:  # also catches NaN
+        result.fail(f"a {name} GEMM on {device} differs from the float64 CPU reference (relative error {error:.3g} > {TOLERANCE[name]})",
+                    "Wrong results from the device: the card or its driver is faulty — ask the provider for another machine.")
+        return False
+    return True
+
+
+def _throughput(ctx, result, device, dtype) -> None:
+    probe, torch = ctx.probe, ctx.torch
+    info = (ctx.facts.get("devices") or [{"name": torch.cuda.get_device_name(device)}])[0]
+    row = match_gpu(info["name"])
+    limits = thresholds(row)
+    smi_id = None  # nvidia-smi numbers cards its own way; the uuid names the same card exactly
+    if info.get("uuid") and ctx.backend == "cuda":
+        smi_id = info["uuid"] if info["uuid"].startswith(("GPU-", "MIG-")) else f"GPU-{info['uuid']}"
+    sampler = probe.start_clock_sampler(smi_id) if ctx.backend == "cuda" else None
+    try:
+        tflops = probe.matmul_tflops(torch, device, dtype)
+    finally:
+        samples = probe.stop_clock_sampler(sampler)
+    free = info.get("free_memory") or info.get("total_memory") or (4 << 30)
+    nbytes = int(min(1 << 30, free // 8))
+    tbs = probe.copy_bandwidth_tbs(torch, device, nbytes)
+    name = str(dtype).replace("torch.", "")
+    reasons = _clock_reasons(samples)
+    result.values.update(gemm_dtype=name, gemm_tflops=round(tflops, 1), bandwidth_tbs=round(tbs, 3),
+                         clock_event_reasons=reasons, thresholds=limits)
+    result.summary = f"GEMM {name} {tflops:.0f} TFLOP/s, copy {tbs:.2f} TB/s"
+    if row is None:
+        result.note(f"no datasheet row for {info['name']!r}: figures reported, not judged (add a row to gpus.json)")
+        return
+    gemm_fraction, bandwidth_fraction = tflops / row["bf16_tflops"], tbs / row["bandwidth_tbs"]
+    result.values.update(datasheet=row["name"], gemm_fraction=round(gemm_fraction, 3), bandwidth_fraction=round(bandwidth_fraction, 3))
+    result.summary = f"GEMM {name} {tflops:.0f} TFLOP/s ({gemm_fraction:.0%} of {row['bf16_tflops']}), copy {tbs:.2f} TB/s ({bandwidth_fraction:.0%})"
+    throttled = f" Clock event reasons during the GEMM: {', '.join(reasons)}." if reasons else ""
+    hint = (f"The card is slower than its datasheet ({row['name']}).{throttled} Check `nvidia-smi -q -d PERFORMANCE,CLOCK,POWER`, "
+            "other processes on the GPU, and cooling; ask the provider for another machine if it persists.")
+    for what, fraction, pass_at, warn_at in (
+        ("GEMM", gemm_fraction, limits["gemm_pass"], limits["gemm_warn"]),
+        ("memory bandwidth", bandwidth_fraction, limits["bandwidth_pass"], limits["bandwidth_warn"]),
+    ):
+        verdict = grade(fraction, pass_at, warn_at)
+        message = f"{what} reached {fraction:.0%} of the datasheet (pass ≥ {pass_at:.0%}, warn ≥ {warn_at:.0%})"
+        if verdict == "fail":
+            result.fail(message, hint)
+        elif verdict == "warn":
+            result.warn(message, hint)
+
+
+def _clock_reasons(samples: list) -> list:
+    seen = set()
+    for row in samples:
+        try:
+            mask = int(row[0].strip(), 16) if row[0].strip().startswith("0x") else int(row[0])
+        except (ValueError, IndexError):
+            continue
+        seen.update(name for bit, name in CLOCK_REASONS.items() if mask & bit)
+    return sorted(seen)

@@ -1,0 +1,78 @@
+"""Stage 7: peak memory of one representative step, and headroom against the device."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+from bdiag import workloads
+from bdiag.datasheet import data
+from bdiag.stages.common import gpu_missing
+
+NAME = "memory"
+NEEDS_TORCH = True
+GIB = 1 << 30
+
+
+def load_hook(ctx):
+    """The project's step from [diagnostics] memory_hook = "pkg.module:function", else the default."""
+    spec = ctx.bundle.diagnostics.get("memory_hook") if ctx.bundle and not ctx.bundle.error else None
+    if not spec:
+        return "default", workloads.default_step
+    module_name, _, function = str(spec).partition(":")
+    for folder in (os.path.join(ctx.bundle.root, "src"), ctx.bundle.root):
+        if os.path.isdir(folder) and folder not in sys.path:
+            sys.path.insert(0, folder)
+    module = importlib.import_module(module_name)
+    return spec, getattr(module, function or "diagnostics_step")
+
+
+def run(ctx, result) -> None:
+    if gpu_missing(ctx, result):
+        return
+    try:
+        source, step = load_hook(ctx)
+    except Exception as error:
+        result.fail(f"the memory hook {ctx.bundle.diagnostics.get('memory_hook')!r} does not load: {type(error).__name__}: {error}",
+                    "Set [diagnostics] memory_hook = \"package.module:function\" to a function taking a torch.device.")
+        return
+    result.values["step"] = source
+    if not ctx.gpu:
+        _cpu(ctx, result, step, source)
+        return
+    torch = ctx.torch
+    device = torch.device("cuda", 0)
+    try:
+        measured = ctx.probe.peak_memory(torch, device, step)
+    except Exception as error:
+        if "out of memory" in str(error).lower():
+            result.fail(f"one step of {source} ran out of device memory: {str(error).splitlines()[0][:200]}",
+                        "Lower the batch size or sequence length (or use gradient checkpointing / a bigger card) before the full run.")
+            return
+        raise
+    peak, total = max(measured["peak_reserved"], measured["peak_allocated"]), measured["total"]
+    headroom = 1 - peak / total
+    result.values.update(peak_allocated=measured["peak_allocated"], peak_reserved=measured["peak_reserved"], total=total,
+                         headroom_fraction=round(headroom, 3), **{f"step_{k}": v for k, v in measured["extra"].items()})
+    result.summary = f"peak {peak / GIB:.1f} of {total / GIB:.0f} GiB ({headroom:.0%} free)"
+    if headroom < 0:
+        result.fail(f"the step needs {peak / GIB:.1f} GiB, the device has {total / GIB:.1f} GiB",
+                    "Lower the batch size or sequence length before the full run.")
+    elif headroom < data()["memory"]["headroom_warn_fraction"]:
+        result.warn(f"only {headroom:.0%} of device memory is left at the step's peak",
+                    "Longer inputs or fragmentation may run out of memory: lower the batch size or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
+
+
+def _cpu(ctx, result, step, source) -> None:
+    """No device memory to judge on CPU: the step must still run; RSS reported, not judged."""
+    try:
+        extra = step(ctx.torch.device("cpu")) if source != "default" else workloads.default_step("cpu", width=512, batch=32)
+    except Exception as error:
+        result.fail(f"one step of {source} failed on CPU: {type(error).__name__}: {error}", "Fix the step before the full run.")
+        return
+    available = ctx.probe.mem_available_bytes()
+    result.values.update(max_rss=ctx.probe.max_rss_bytes(), mem_available=available,
+                         **{f"step_{k}": v for k, v in (extra or {}).items()})
+    result.skip("backend cpu: no device memory to measure (the step ran; process RSS reported)")
+    result.summary = f"RSS {result.values['max_rss'] / GIB:.1f} GiB"

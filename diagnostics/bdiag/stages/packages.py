@@ -1,0 +1,78 @@
+"""Stage 2: installed distributions against the bundle's lock, then `pip check`."""
+
+from __future__ import annotations
+
+import os
+
+from bdiag.lockfile import LockCorrupt, marker_applies, read_lock, same_version
+
+NAME = "packages"
+NEEDS_TORCH = False
+SHOWN = 8  # how many drifted packages the message names
+
+
+def run(ctx, result) -> None:
+    probe = ctx.probe
+    installed = probe.installed_distributions()
+    result.values["installed"] = len(installed)
+    if ctx.bundle is None or ctx.bundle.error:
+        result.warn("no usable bundle.toml, so no lock to compare with",
+                    "Run from the project (or pass --project) after `bundler lock`.")
+    elif not os.path.isfile(ctx.bundle.lock_path):
+        result.values["lock"] = ctx.bundle.lock_path
+        result.warn(f"no lock at {ctx.bundle.lock_path}", "Create it with `bundler lock`, then rebuild the image.")
+    else:
+        _compare(result, ctx.bundle.lock_path, installed)
+    if result.status == "fail":
+        return
+    _pip_check(result, probe)
+
+
+def _compare(result, path: str, installed: dict) -> None:
+    result.values["lock"] = path
+    try:
+        lock = read_lock(path)
+    except LockCorrupt as error:
+        result.fail(f"the lock is corrupt: {error}", "Regenerate it with `bundler lock` (or restore it from version control).")
+        return
+    except OSError as error:
+        result.fail(f"the lock {path} cannot be read: {error.strerror}", "Check its permissions, or regenerate it with `bundler lock`.")
+        return
+    missing, other, unsure, checked = [], [], [], 0
+    for name, pin in sorted(lock.pins.items()):
+        applies = marker_applies(pin.marker)
+        if applies is False:  # e.g. a win32-only pin on Linux
+            continue
+        checked += 1
+        have = installed.get(name)
+        problem = None
+        if have is None:
+            problem = ("missing", f"{name} (locked {pin.version or 'by URL'})")
+        elif pin.version and not same_version(have, pin.version):
+            problem = ("other", f"{name} {have} (locked {pin.version})")
+        if problem:
+            (unsure if applies is None else (missing if problem[0] == "missing" else other)).append(problem[1])
+    result.values.update(locked=checked, not_for_this_platform=len(lock.pins) - checked, missing=missing,
+                         other_version=other, index_urls=lock.index_urls)
+    result.summary = f"{checked} locked, {len(missing)} missing, {len(other)} other version"
+    if missing or other:
+        named = (missing + other)[:SHOWN]
+        result.fail(f"the environment differs from the lock: {', '.join(named)}" + (" …" if len(missing + other) > SHOWN else ""),
+                    f"Reinstall exactly the lock: `python -m pip install --require-hashes --no-deps -r {os.path.basename(path)}` (or rebuild the image with `bundler build`).")
+    if unsure:
+        result.values["unsure_marker"] = unsure
+        result.warn(f"could not evaluate the environment markers of: {', '.join(unsure[:SHOWN])}", None)
+
+
+def _pip_check(result, probe) -> None:
+    present, code, output = probe.pip_check()
+    if not present:
+        result.values["pip_check"] = "pip absent"
+        result.warn("pip is not installed here, so `pip check` did not run", "Install pip in the environment to check declared dependencies.")
+        return
+    result.values["pip_check"] = "ok" if code == 0 else output.splitlines()[:SHOWN]
+    if code != 0:
+        result.fail(f"`pip check` found broken requirements: {'; '.join(output.splitlines()[:3])}",
+                    "Install the versions the lock names; a package installed on top of the lock usually causes this.")
+    elif not result.summary:
+        result.summary = "pip check ok"

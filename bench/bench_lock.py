@@ -1,0 +1,130 @@
+"""Benchmark `bundler lock` on the CPU example (torch==2.13.0, cpu, Python 3.11).
+
+Prints, measured side by side in one run:
+- `bundler lock --dry-run` (a subprocess, as a user runs it, next to `bundler --version`
+  and `python -c pass` for the interpreter's own start-up), and the plan in-process;
+- a cold lock (empty cache), the warm re-lock with nothing changed, and a re-resolution
+  with a warm cache (`--upgrade`), next to plain pip-compile on the same input.
+
+PyTorch's cpu index is unreachable here, so BUNDLER_INDEX_MAP points it at a local
+PEP 503 page linking the real wheel (/opt/wheels); the other packages come from PyPI.
+Usage: python bench/bench_lock.py [--wheel PATH] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.fakeindex import real_torch_index  # noqa: E402
+
+WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+BUNDLE = """[project]
+name = "Bench"
+package = "bench"
+entry = "python -m bench"
+
+[target]
+backend = "cpu"
+accelerator = ""
+torch = "2.13.0"
+python = "3.11"
+platform = "linux_x86_64"
+base_image = "python:3.11-slim-bookworm"
+base_digest = ""
+"""
+
+
+def timed(argv: list[str], env: dict, cwd: Path | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    started = time.perf_counter()
+    completed = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if completed.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({completed.returncode}):\n{completed.stderr[-2000:]}")
+    return elapsed, completed
+
+
+def median_of(repeat: int, argv: list[str], env: dict, cwd: Path | None = None) -> float:
+    return statistics.median(timed(argv, env, cwd)[0] for _ in range(repeat))
+
+
+def folder_state(path: Path) -> tuple[int, int]:
+    """(number of files, total bytes) under the cache: unchanged means nothing was fetched."""
+    files = [p for p in path.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--wheel", type=Path, default=WHEEL)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-lock-"))
+    try:
+        project = work / "project"
+        project.mkdir()
+        (project / "bundle.toml").write_text(BUNDLE)
+        (project / "requirements.in").write_text("torch==2.13.0\n")
+        torch_root = real_torch_index(work / "torchindex", args.wheel)
+        cache = work / "cache"
+        env = {**os.environ, "BUNDLER_CACHE_DIR": str(cache), "BUNDLER_INDEX_MAP": f"https://download.pytorch.org/whl={torch_root}"}
+        bundler = [sys.executable, "-m", "bundler"]
+
+        python_start = median_of(args.repeat, [sys.executable, "-c", "pass"], env)
+        version = median_of(args.repeat, [*bundler, "--version"], env)
+        dry_run = median_of(args.repeat, [*bundler, "lock", str(project), "--dry-run", "--json"], env)
+        plan_code = (
+            "import time; t=time.perf_counter(); from bundler.bundle import load_bundle; from bundler.lock import run_lock; "
+            f"run_lock(load_bundle({str(project)!r}), dry_run=True); print(time.perf_counter()-t)"
+        )
+        plan_in_process = statistics.median(float(timed([sys.executable, "-c", plan_code], env)[1].stdout) for _ in range(args.repeat))
+
+        cold, _ = timed([*bundler, "lock", str(project)], env)
+        cache_after_cold = folder_state(cache)
+        lock_text = (project / "requirements-rebuild.txt").read_text()
+        warm = median_of(args.repeat, [*bundler, "lock", str(project)], env)
+        _, warm_run = timed([*bundler, "lock", str(project)], env)
+        assert (project / "requirements-rebuild.txt").read_text() == lock_text
+        cache_after_warm = folder_state(cache)
+        upgrade, _ = timed([*bundler, "lock", str(project), "--upgrade"], env)
+
+        # plain pip-compile, same input and indexes, its own cold cache, host config isolated
+        plain_dir = work / "plain"
+        plain_dir.mkdir()
+        (plain_dir / "requirements.in").write_text("torch==2.13.0+cpu\n")
+        plain_env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+        plain_env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_CACHE_DIR": str(work / "plain-cache" / "pip")}
+        plain_argv = [sys.executable, "-m", "piptools", "compile", "--no-config", "--generate-hashes", "--allow-unsafe", "--strip-extras",
+                      "--index-url", f"{torch_root}/cpu", "--extra-index-url", "https://pypi.org/simple",
+                      "--cache-dir", str(work / "plain-cache" / "pip-tools"), "-o", "out.txt", "requirements.in"]
+        plain_cold, _ = timed(plain_argv, plain_env, plain_dir)
+        plain_again, _ = timed(plain_argv, plain_env, plain_dir)
+
+        print(f"CPU example: torch==2.13.0 (+cpu, cp311, {args.wheel.stat().st_size / 1e6:.0f} MB wheel), median of {args.repeat} where repeated")
+        print(f"  python -c pass                     {python_start:7.3f} s   (interpreter start-up on this host)")
+        print(f"  bundler --version                  {version:7.3f} s")
+        print(f"  bundler lock --dry-run --json      {dry_run:7.3f} s   (plan alone, in-process: {plan_in_process:.3f} s)")
+        print(f"  bundler lock, cold cache           {cold:7.3f} s")
+        print(f"  bundler lock, warm, nothing changed{warm:7.3f} s   = {100 * warm / cold:.1f}% of cold")
+        print(f"  bundler lock --upgrade, warm cache {upgrade:7.3f} s   = {100 * upgrade / cold:.1f}% of cold (full re-resolution)")
+        print(f"  plain pip-compile, cold            {plain_cold:7.3f} s")
+        print(f"  plain pip-compile, run again       {plain_again:7.3f} s   = {100 * plain_again / plain_cold:.1f}% of its cold (re-hashes torch)")
+        print(f"  cache after cold lock {cache_after_cold[0]} files / {cache_after_cold[1] / 1e6:.1f} MB, after the warm runs "
+              f"{cache_after_warm[0]} files / {cache_after_warm[1] / 1e6:.1f} MB (the warm run resolves nothing, so it fetches and hashes nothing)")
+        print(f"  warm run says: {warm_run.stderr.strip().splitlines()[0]}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,198 @@
+"""The compatibility table (images/compat.toml): well formed, faithful to the reference, extensible."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from bundler.bundle import Target
+from bundler.compat import (
+    ARCH_RE, CompatTable, build_name, load_table, load_table_from, shipped_table_path,
+)
+from bundler.errors import ProjectFileError, TargetError
+
+# pytorch-builds.md, "Which backends each torch release ships": minor -> (CUDA, ROCm, PyPI CUDA)
+REFERENCE = {
+    "2.1": (["11.8", "12.1"], ["5.5", "5.6"], None),
+    "2.2": (["11.8", "12.1"], ["5.6", "5.7"], None),
+    "2.3": (["11.8", "12.1"], ["5.7", "6.0"], None),
+    "2.4": (["11.8", "12.1", "12.4"], ["6.0", "6.1"], None),
+    "2.5": (["11.8", "12.1", "12.4"], ["6.1", "6.2"], None),
+    "2.6": (["11.8", "12.4", "12.6"], ["6.1", "6.2.4"], "12.4"),
+    "2.7": (["11.8", "12.6", "12.8"], ["6.2.4", "6.3"], "12.6"),
+    "2.8": (["12.6", "12.8", "12.9"], ["6.3", "6.4"], "12.8"),
+    "2.9": (["12.6", "12.8", "13.0"], ["6.3", "6.4"], "12.8"),
+    "2.10": (["12.6", "12.8", "13.0"], ["7.0", "7.1"], "12.8"),
+    "2.11": (["12.6", "12.8", "13.0"], ["7.1", "7.2"], "13.0"),
+    "2.12": (["12.6", "13.0", "13.2"], ["7.1", "7.2"], "13.0"),
+    "2.13": (["12.6", "13.0", "13.2"], ["7.1", "7.2"], "13.0"),
+}
+DRIVERS = {  # CUDA -> (full toolkit, minor-version compatibility)
+    "11.8": ("520.61.05", "450.80.02"), "12.1": ("530.30.02", "525.60.13"), "12.4": ("550.54.14", "525.60.13"),
+    "12.6": ("560.28.03", "525.60.13"), "12.8": ("570.26", "525.60.13"), "12.9": ("575.51.03", "525.60.13"),
+    "13.0": ("580.65.06", "580"),
+}
+INDEX_TAGS = {"cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132", "rocm6.1", "rocm6.2", "rocm6.2.4",
+              "rocm6.3", "rocm6.4", "rocm7.0", "rocm7.1", "rocm7.2", "cpu"}
+
+
+@pytest.fixture(scope="module")
+def table() -> CompatTable:
+    return load_table_from(shipped_table_path())
+
+
+def test_every_row_is_well_formed(table):
+    assert len(table.releases) >= 20
+    for version, release in table.releases.items():
+        major, minor, patch = version.split(".")
+        assert release.torchvision == f"0.{int(minor) + 15}.{patch}", version
+        assert release.torchaudio == version
+        assert release.python and all(re.match(r"^3\.\d+$", p) for p in release.python)
+        for tag, arch in release.arch.items():
+            assert tag in release.build_tags() and all(ARCH_RE.match(a) for a in arch)
+        for cuda in release.cuda:
+            assert cuda in table.cuda
+        for rocm in release.rocm:
+            assert rocm in table.rocm
+    for info in table.cuda.values():
+        assert info.devel_base.startswith("nvidia/cuda:") and "-devel-ubuntu" in info.devel_base
+    for info in table.rocm.values():
+        assert info.devel_base.startswith("rocm/dev-ubuntu-22.04:") and info.devel_base.endswith("-complete")
+
+
+@pytest.mark.parametrize("minor", sorted(REFERENCE, key=lambda v: tuple(map(int, v.split(".")))))
+def test_rows_reproduce_the_reference_table(table, minor):
+    cuda, rocm, pypi = REFERENCE[minor]
+    patches = [v for v in table.torch_versions() if v.startswith(minor + ".")]
+    assert patches, f"no torch {minor}.x row"
+    for version in patches:
+        release = table.releases[version]
+        assert list(release.cuda) == cuda
+        assert set(release.rocm) <= set(rocm) and release.rocm
+        assert release.cpu
+        if pypi:
+            assert release.pypi_cuda == pypi
+        assert set(release.build_tags()) <= INDEX_TAGS | {"rocm5.5", "rocm5.6", "rocm5.7", "rocm6.0"}
+
+
+def test_known_patch_releases_and_the_cpu_build_on_disk(table):
+    assert {"2.7.0", "2.7.1", "2.9.0", "2.9.1", "2.13.0"} <= set(table.releases)
+    build = table.build_for(Target("cpu", "", "2.13.0", "3.11"))
+    assert build.companions()["torch"] == "2.13.0+cpu"
+    assert build.release.needs_setuptools("3.11")  # the real wheel declares setuptools>=77.0.3
+
+
+def test_driver_minimums_keep_both_figures(table):
+    for cuda, (toolkit, minor_compat) in DRIVERS.items():
+        assert (table.cuda[cuda].driver_toolkit, table.cuda[cuda].driver_minor_compat) == (toolkit, minor_compat)
+
+
+def test_architectures_from_the_reference(table):
+    cu128_27 = table.build_for(Target("cuda", "12.8", "2.7.1", "3.11")).arch
+    assert cu128_27[0] == "sm_75" and "sm_120" in cu128_27 and "compute_120" in cu128_27
+    assert table.build_for(Target("cuda", "12.6", "2.9.1", "3.11")).arch[0] == "sm_50"
+    assert "gfx942" in table.build_for(Target("rocm", "6.4", "2.9.1", "3.11")).arch
+
+
+def test_build_labels_urls_and_companions(table):
+    build = table.build_for(Target("rocm", "6.2.4", "2.7.1", "3.12"))
+    assert build.index_url == "https://download.pytorch.org/whl/rocm6.2.4"
+    assert build.companions() == {
+        "torch": "2.7.1+rocm6.2.4", "torchvision": "0.22.1+rocm6.2.4", "torchaudio": "2.7.1+rocm6.2.4", "pytorch-triton-rocm": "3.3.1",
+    }
+    aarch64 = table.build_for(Target("cpu", "", "2.9.1", "3.11", platform="linux_aarch64"))
+    assert aarch64.companions()["torch"] == "2.9.1"  # PyTorch's aarch64 CPU wheels carry no label
+
+
+@pytest.mark.parametrize(
+    "target, builds, versions",
+    [
+        (Target("cuda", "11.8", "2.9.1", "3.11"), "cu126, cu128, cu130, rocm6.3, rocm6.4, cpu", "2.7.1"),
+        (Target("rocm", "6.4", "2.5.1", "3.11"), "cu118, cu121, cu124, rocm6.1, rocm6.2, cpu", "2.8.0, 2.9.0, 2.9.1"),
+    ],
+)
+def test_impossible_builds_name_the_valid_choices(table, target, builds, versions):
+    with pytest.raises(TargetError) as caught:
+        table.build_for(target)
+    assert builds in caught.value.message and versions in caught.value.message
+    assert caught.value.exit_code == 4
+
+
+def test_unknown_torch_and_python_are_refused(table):
+    with pytest.raises(TargetError, match="2.9.0, 2.9.1"):
+        table.build_for(Target("cpu", "", "2.9.7", "3.11"))
+    with pytest.raises(TargetError, match="3.8, 3.9, 3.10, 3.11"):
+        table.build_for(Target("cpu", "", "2.1.0", "3.13"))
+    with pytest.raises(TargetError, match="linux_x86_64 only"):
+        table.build_for(Target("rocm", "6.4", "2.9.1", "3.11", platform="linux_aarch64"))
+
+
+USER_ROW = """
+[cuda."13.4"]
+driver_toolkit = "590.10"
+driver_minor_compat = "580"
+devel_base = "nvidia/cuda:13.4.0-cudnn-devel-ubuntu24.04"
+confirmed = false
+
+[[release]]
+torch = "2.15.0"
+torchvision = "0.30.0"
+torchaudio = "2.15.0"
+cuda = ["13.0", "13.4"]
+rocm = ["7.2"]
+python = ["3.11", "3.12"]
+setuptools = "always"
+confirmed = false
+"""
+
+
+def test_user_rows_from_the_config_dir_merge_over_the_shipped_table(tmp_path, monkeypatch):
+    config = tmp_path / "config"
+    (config / "bundler").mkdir(parents=True)
+    (config / "bundler" / "compat.toml").write_text(USER_ROW)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    table = load_table()
+    assert "2.15.0" in table.releases and "2.9.1" in table.releases
+    build = table.build_for(Target("cuda", "13.4", "2.15.0", "3.12"))
+    assert build.companions()["torchvision"] == "0.30.0+cu134"
+    assert build.index_url.endswith("/cu134")
+
+
+def test_bundler_compat_env_row_replaces_a_shipped_row(tmp_path, monkeypatch):
+    override = tmp_path / "mine.toml"
+    override.write_text('[[release]]\ntorch = "2.9.1"\ntorchvision = "0.24.1"\ntorchaudio = "2.9.1"\ncuda = ["12.8"]\npython = ["3.12"]\n')
+    monkeypatch.setenv("BUNDLER_COMPAT", str(override))
+    table = load_table()
+    assert table.releases["2.9.1"].cuda == ("12.8",)
+    assert table.releases["2.9.1"].source == str(override)
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('[[release]]\ntorch = "2.15"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = ["3.11"]\n', "exact release"),
+        ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\ncuda = ["19.9"]\npython = ["3.11"]\n', "has no [cuda"),
+        ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = []\n', "must not be empty"),
+        ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = ["3.11"]\ncolour = 1\n', "unknown key 'colour'"),
+        ('[rocm."7.9"]\narch = ["sm_90"]\ndevel_base = "x"\n', "arch must be a list"),
+        ("[[release]\n", "cannot be read"),
+    ],
+)
+def test_bad_user_rows_are_refused_naming_the_file(tmp_path, monkeypatch, text, problem):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    monkeypatch.setenv("BUNDLER_COMPAT", str(bad))
+    with pytest.raises(ProjectFileError) as caught:
+        load_table()
+    assert problem in caught.value.message and str(bad) in caught.value.message
+
+
+def test_every_listed_build_has_a_name_and_a_url(table):
+    for version in table.torch_versions():
+        release = table.releases[version]
+        for backend, versions in (("cuda", release.cuda), ("rocm", release.rocm)):
+            for accel in versions:
+                build = table.build_for(Target(backend, accel, version, release.python[-1]))
+                assert build.index_url == f"{table.index_root}/{build_name(backend, accel)}"
+                assert build.companions()["torch"] == f"{version}+{build.tag}"

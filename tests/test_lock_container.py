@@ -1,0 +1,37 @@
+"""Cross-resolution: a Python 3.13 Target locked from this 3.11 host runs pip-compile in the target image."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from bundler.bundle import load_bundle
+from bundler.lock import run_lock
+from bundler.lockfile import lock_state, parse_pins, split_lock
+from tests.test_lock import make_project  # noqa: F401  (shared fixture project)
+from tests.test_lock import fake_index, indexed  # noqa: F401  (pytest fixtures)
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+@pytest.mark.skipif(sys.version_info[:2] == (3, 13), reason="needs a host whose Python is not the Target's 3.13")
+def test_python_313_target_resolves_in_the_trixie_image(tmp_path, indexed, debian_python_image_factory):
+    image = debian_python_image_factory("trixie")
+    project = make_project(tmp_path / "p", "torch==2.9.1\ntorchvision\nnumpy\n", python="3.13", base_image=image)
+    result = run_lock(load_bundle(project), cuda="12.8")
+    assert result.resolution.where == f"container {image}"
+    text = (project / "requirements-rebuild.txt").read_text()
+    pins = {pin.name: pin for pin in parse_pins(split_lock(text)[1])}
+    assert pins["torch"].version == "2.9.1+cu128"
+    assert indexed.file_hash("torch-2.9.1+cu128-cp313-cp313-manylinux_2_28_x86_64.whl") in pins["torch"].hashes
+    # resolved for 3.13, not for the host: torch's `setuptools; python_version >= "3.12"` is in
+    assert "setuptools" in pins and "nvidia-cuda-runtime-cu12" in pins
+    assert "file://" not in text and str(indexed.root) not in text
+    assert "# target: torch 2.9.1 for cuda 12.8 on Python 3.13 (linux_x86_64)" in text
+    assert lock_state(load_bundle(project)).status == "fresh"
+    # warm: nothing changed -> no container, no resolution
+    assert run_lock(load_bundle(project)).action == "unchanged"
+    # a real re-resolution reuses the cached pip-tools venv in the cache volume
+    again = run_lock(load_bundle(project), upgrade=True)
+    assert again.action == "written" and again.resolution.where == f"container {image}"

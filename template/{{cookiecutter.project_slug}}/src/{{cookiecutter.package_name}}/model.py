@@ -1,4 +1,8 @@
-"""A small document classifier: hashed bag of words -> one linear layer."""
+"""A small document classifier: hashed bag of words -> one linear layer.
+
+Stand-alone on purpose (torch and the standard library only): every run copies this file
+into runs/<id>/ so that its checkpoint can be reloaded without the project.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ def featurize(texts: list[str], features: int) -> torch.Tensor:
     """Counts of hashed tokens, log-scaled and L2-normalised (stable across machines)."""
     matrix = torch.zeros(len(texts), features)
     for row, text in enumerate(texts):
-        for token in TOKEN_RE.findall(text.lower()):
-            matrix[row, zlib.crc32(token.encode("utf-8")) % features] += 1.0
+        buckets = [zlib.crc32(token.encode("utf-8")) % features for token in TOKEN_RE.findall(text.lower())]
+        if buckets:
+            matrix[row] = torch.bincount(torch.tensor(buckets), minlength=features).float()
     matrix = torch.log1p(matrix)
     return matrix / matrix.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
@@ -44,11 +49,12 @@ def make_training(model: Classifier, training: dict):
     return optimizer, scheduler
 
 
-def train(model: Classifier, optimizer, scheduler, x: torch.Tensor, y: torch.Tensor, steps: int) -> list[float]:
+def train(model: Classifier, optimizer, scheduler, x: torch.Tensor, y: torch.Tensor, steps: int, on_step=None) -> list[float]:
     """Full-batch updates on the labelled accepted documents; returns the loss of each step.
 
     Classes are weighted by inverse frequency so that a category with few examples is
-    not drowned by the others after a single update.
+    not drowned by the others after a single update. ``on_step(step, loss)`` is called
+    after each step's loss is known (the stop rules raise from it).
     """
     counts = torch.bincount(y, minlength=model.linear.out_features).float()
     weights = torch.where(counts > 0, counts.sum() / (counts.clamp_min(1) * (counts > 0).sum()), torch.zeros_like(counts))
@@ -57,6 +63,8 @@ def train(model: Classifier, optimizer, scheduler, x: torch.Tensor, y: torch.Ten
     for _ in range(steps):
         optimizer.zero_grad()
         loss = nn.functional.cross_entropy(model(x), y, weight=weights)
+        if on_step is not None:
+            on_step(len(losses) + 1, float(loss.detach()))
         loss.backward()
         optimizer.step()
         scheduler.step()
@@ -72,5 +80,38 @@ def predict(model: Classifier, x: torch.Tensor) -> tuple[list[int], list[float]]
     return classes.tolist(), scores.tolist()
 
 
+def predict_one(model: Classifier, text: str, features: int) -> tuple[int, float]:
+    """One document at a time, as the pilot writes it: the same numbers in every process."""
+    classes, scores = predict(model, featurize([text], features))
+    return classes[0], scores[0]
+
+
 def rng_states() -> dict:
     return {"python": random.getstate(), "torch": torch.get_rng_state()}
+
+
+def restore_rng(states: dict) -> None:
+    version, internal, gauss = states["python"]
+    random.setstate((version, tuple(internal), gauss))
+    torch.set_rng_state(states["torch"])
+
+
+def load_checkpoint(path, training: dict, with_optimizer: bool = True):
+    """Model, optimizer, scheduler and RNG states back from ``path`` (no pickled code runs).
+
+    Without ``with_optimizer`` (training finished: only predictions remain) the optimizer
+    and scheduler states stay as loaded tensors and are not rebuilt into objects, which
+    spares the first optimizer's one-off import cost (about 2 s) in a resumed run.
+    """
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    classifier = Classifier(int(state["features"]), len(state["categories"]))
+    classifier.load_state_dict(state["model"])
+    optimizer = scheduler = None
+    if with_optimizer:
+        optimizer, scheduler = make_training(classifier, training)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+    elif not {"optimizer", "scheduler"} <= set(state):
+        raise KeyError("the checkpoint lacks the optimizer or scheduler state")
+    restore_rng(state["rng"])
+    return state, classifier, optimizer, scheduler

@@ -1,34 +1,57 @@
 """The pilot: read the immutable input, one training update, a checkpoint, a prediction each.
 
     python -m {{ cookiecutter.package_name }}.pilot --config config/pilot.json [--run-id ID]
+    python -m {{ cookiecutter.package_name }}.pilot --config config/pilot.json --resume ID
 
-Writes runs/<id>/: manifest.json, predictions.jsonl, rejections.jsonl, summary.json and
-checkpoint.pt. Exit codes are listed in errors.py; 0 only when every input ID is
-accounted for exactly once and the rejections are the planned ones.
+Writes runs/<id>/: manifest.json, inputs.json (the input manifest it ran on),
+predictions.jsonl, rejections.jsonl, summary.json, checkpoint.pt, reload-sample.json and
+model.py and reload.py (so the checkpoint reloads without the project). Exit codes
+are listed in errors.py; 0 only when every input ID is accounted for exactly once and
+the rejections are the planned ones.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from .config import PilotConfig, load_config, project_root
-from .errors import AccountingError, PilotError
-from .inputs import Document, load_documents, manifest_sha256
-from .runstore import append_jsonl, create_run_dir, new_run_id, save_checkpoint, utc_now, write_json
+from . import stoprules
+from .config import load_config
+from .errors import ConfigError, PilotError, StoppedError
+from .inputs import load_documents
+from .runstore import create_run_dir, new_run_id, open_run_dir, read_manifest
+from .trial import Trial, refuse_changes
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    argv = list(argv if argv is not None else sys.argv[1:])
+    run_name = args.resume or args.run_id or "?"
     try:
         config = load_config(args.config)
-        documents = load_documents(config)
-        run_dir = create_run_dir(config.runs_dir, args.run_id or new_run_id())
-        summary = run(config, documents, run_dir, argv if argv is not None else sys.argv[1:])
+        rules = stoprules.parse(config.raw, config.path)
+        if args.resume:
+            if args.run_id and args.run_id != args.resume:
+                raise ConfigError("--run-id and --resume name different runs.", "Resume continues the run it names; leave --run-id out.")
+            run_dir = open_run_dir(config.runs_dir, args.resume)
+            manifest = read_manifest(run_dir)
+            refuse_changes(config, run_dir, manifest, check_status=False)
+            if manifest.get("status") == "complete":
+                print(f"pilot: run {args.resume} is already complete; nothing to resume.", file=sys.stderr)
+                return 0
+            trial = Trial.resume(config, rules, run_dir, argv)
+        else:
+            documents = load_documents(config)
+            if rules.min_accuracy is not None:
+                stoprules.check_set_ids(rules, documents, config.categories)  # a bad check set is refused before the run exists
+            run_dir = create_run_dir(config.runs_dir, args.run_id or new_run_id(), config.sha256)
+            run_name = run_dir.name
+            trial = Trial.start(config, rules, run_dir, documents, argv)
+        summary = trial.run()
+    except StoppedError as error:
+        print(f"pilot: run {run_name} stopped: {error}", file=sys.stderr)
+        return error.exit_code
     except PilotError as error:
         print(f"pilot: error: {error}", file=sys.stderr)
         return error.exit_code
@@ -44,126 +67,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="pilot", description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=Path("config/pilot.json"), help="parameter file (default: config/pilot.json)")
     parser.add_argument("--run-id", help="ID of this trial (default: a new unique, sortable one)")
+    parser.add_argument("--resume", metavar="ID", help="continue the interrupted run ID: only the documents not yet written are processed")
     return parser.parse_args(argv)
-
-
-def run(config: PilotConfig, documents: list[Document], run_dir: Path, argv: list[str]) -> dict:
-    import torch
-
-    from . import model as m
-
-    started = time.time()
-    manifest = _run_manifest(config, run_dir, argv, torch.__version__)
-    write_json(run_dir / "manifest.json", manifest)
-
-    accepted = [d for d in documents if d.accepted]
-    for document in documents:
-        if not document.accepted:
-            append_jsonl(run_dir / "rejections.jsonl", {"id": document.id, "reason": document.reason})
-
-    model_settings, training = config.section("model"), config.section("training")
-    features = int(model_settings.get("features", 4096))
-    m.seed_everything(int(model_settings.get("seed", 0)))
-    classifier = m.Classifier(features, len(config.categories))
-    optimizer, scheduler = m.make_training(classifier, training)
-    x = m.featurize([d.text for d in accepted], features)
-
-    labelled = [i for i, d in enumerate(accepted) if d.label in config.categories]
-    labels = torch.tensor([config.categories.index(accepted[i].label) for i in labelled], dtype=torch.long)
-    losses = m.train(classifier, optimizer, scheduler, x[labelled], labels, int(training.get("steps", 1))) if labelled else []
-
-    save_checkpoint(
-        run_dir / "checkpoint.pt",
-        {
-            "model": classifier.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "rng": m.rng_states(),
-            "progress": {"steps": len(losses), "losses": losses, "trained_ids": [accepted[i].id for i in labelled]},
-            "categories": config.categories,
-            "features": features,
-            "config_sha256": config.sha256,
-        },
-    )
-
-    classes, scores = m.predict(classifier, x)
-    for document, cls, score in zip(accepted, classes, scores):
-        append_jsonl(run_dir / "predictions.jsonl", {"id": document.id, "category": config.categories[cls], "score": round(score, 6)})
-    (run_dir / "predictions.jsonl").touch()
-    (run_dir / "rejections.jsonl").touch()
-
-    summary = account(config, documents, run_dir)
-    summary["losses"] = losses
-    summary["seconds"] = round(time.time() - started, 3)
-    write_json(run_dir / "summary.json", summary)
-    write_json(run_dir / "manifest.json", manifest | {"finished": utc_now(), "status": summary["status"]})
-    failed = [name for name, ok in summary["checks"].items() if not ok]
-    if failed:
-        raise AccountingError(f"run {run_dir.name} does not account for its inputs: {', '.join(failed)} failed.", f"See {run_dir / 'summary.json'}.")
-    return summary
-
-
-def account(config: PilotConfig, documents: list[Document], run_dir: Path) -> dict:
-    """Count what the run wrote (not what it meant to write) against the input manifest."""
-    predicted = _ids(run_dir / "predictions.jsonl")
-    rejected = _ids(run_dir / "rejections.jsonl")
-    inputs = [d.id for d in documents]
-    written = predicted + rejected
-    planned = sorted(d.id for d in documents if d.expect == "reject")
-    checks = {
-        "counts_add_up": len(predicted) + len(rejected) == len(inputs),
-        "each_input_once": sorted(written) == sorted(inputs),
-        "no_invented_ids": set(written) <= set(inputs),
-        "rejections_as_planned": sorted(rejected) == planned and len(planned) == config.expected_rejections,
-    }
-    return {
-        "status": "complete" if all(checks.values()) else "failed",
-        "inputs": len(inputs),
-        "accepted": len(predicted),
-        "rejected": len(rejected),
-        "accepted_ids": sorted(predicted),
-        "rejected_ids": sorted(rejected),
-        "planned_rejections": planned,
-        "checks": checks,
-    }
-
-
-def _ids(path: Path) -> list[str]:
-    import json
-
-    if not path.exists():
-        return []
-    return [json.loads(line)["id"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def _run_manifest(config: PilotConfig, run_dir: Path, argv: list[str], torch_version: str) -> dict:
-    return {
-        "run_id": run_dir.name,
-        "status": "running",
-        "started": utc_now(),
-        "command": [sys.executable, "-m", __spec__.name if __spec__ else "pilot", *argv],
-        "config_path": str(config.path.relative_to(config.root)) if config.path.is_relative_to(config.root) else config.path.name,
-        "config": config.raw,
-        "config_sha256": config.sha256,
-        "input_manifest": str(config.manifest.relative_to(config.root)),
-        "input_manifest_sha256": manifest_sha256(config),
-        "code_revision": _git_revision(project_root()),
-        "environment": {
-            "python": platform.python_version(),
-            "executable": sys.executable,
-            "torch": torch_version,
-            "platform": platform.platform(),
-            "host": platform.node(),
-        },
-    }
-
-
-def _git_revision(root: Path) -> str | None:
-    try:
-        result = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return result.stdout.strip() or None if result.returncode == 0 else None
 
 
 if __name__ == "__main__":

@@ -1,0 +1,59 @@
+"""Shared helpers of the runs/resume/stop-rule/plan tests: real projects, real pilot runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import run_pilot, scaffold_project
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``folder``: proves a command modified nothing."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def new_project(base: Path, name: str = "example") -> Path:
+    return scaffold_project(base / name)
+
+
+def pilot(project: Path, *args: str, fault: str | None = None):
+    """The real pilot in a subprocess; ``fault`` sets the test-only PILOT_FAULT hook."""
+    if fault is None:
+        return run_pilot(project, *args)
+    return subprocess.run(
+        [sys.executable, "-m", "example.pilot", "--config", "config/pilot.json", *args],
+        cwd=project,
+        env={**os.environ, "PYTHONPATH": str(project / "src"), "PILOT_FAULT": fault},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def set_config(project: Path, **changes) -> None:
+    path = project / "config/pilot.json"
+    config = json.loads(path.read_text())
+    config.update(changes)
+    path.write_text(json.dumps(config, indent=2))
+
+
+def change_corpus(project: Path, document: str = "doc-05") -> None:
+    """A second corpus: one document changes and the input manifest records its new hash."""
+    path = project / "data/pilot" / f"{document}.txt"
+    path.write_text(path.read_text() + "\nPayment reminder: invoice total due within 30 days.\n")
+    manifest_path = project / "data/pilot/MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    for entry in manifest["documents"]:
+        if entry["id"] == document:
+            entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+            entry["bytes"] = path.stat().st_size
+    manifest_path.write_text(json.dumps(manifest, indent=2))

@@ -1,0 +1,101 @@
+"""The Docker engine as bundler uses it: a client that answers, images, and GPU run flags.
+
+The GPU flags themselves live in bundler.diagnose.device_flags (one place for
+`bundler diagnose --image` and the build's smoke test); ``gpu_run_options`` adds the
+host detection.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from bundler.errors import EngineError, ExternalError
+
+CLIENT_TIMEOUT_S = 900
+
+
+def client(timeout: int = CLIENT_TIMEOUT_S):
+    """A docker-py client whose engine answers a ping, else EngineError saying how to start one."""
+    import docker
+    import docker.errors
+
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        engine = docker.from_env(timeout=timeout)
+        engine.ping()
+        return engine
+    except docker.errors.DockerException as error:
+        raise EngineError(
+            f"no Docker engine answers at {where} ({_short(error)}).",
+            hint="Start one (`sudo systemctl start docker`, or `sudo dockerd &`; on macOS start Docker Desktop or colima), "
+            "or point DOCKER_HOST at a running engine, then build again.",
+            value=where,
+        ) from None
+    except Exception as error:  # requests' connection errors surface unwrapped from ping()
+        raise EngineError(
+            f"no Docker engine answers at {where} ({_short(error)}).",
+            hint="Start one (`sudo systemctl start docker` or `sudo dockerd &`), or point DOCKER_HOST at a running engine.",
+            value=where,
+        ) from None
+
+
+def _short(error: Exception) -> str:
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return text[:300]
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    reference: str  # what the user asked for (tag)
+    image_id: str
+    digest: str     # repo@sha256:… when the image came from a registry, else ""
+    size: int
+
+    @property
+    def recorded(self) -> str:
+        """What the labels record: the registry digest, or the image ID for a local import."""
+        return self.digest or self.image_id
+
+    @property
+    def note(self) -> str:
+        if self.digest:
+            return ""
+        return (f"{self.reference} has no registry digest (it was built or imported locally): "
+                f"its image ID {self.image_id} is recorded instead")
+
+
+def base_image(engine, reference: str, *, say=lambda text: None) -> BaseImage:
+    """The base image, pulled when it is not local; ExternalError when neither works."""
+    import docker.errors
+
+    try:
+        image = engine.images.get(reference)
+    except docker.errors.ImageNotFound:
+        say(f"Pulling {reference}…")
+        try:
+            image = engine.images.pull(reference)
+        except docker.errors.APIError as error:
+            raise ExternalError(
+                f"the base image {reference} is not on this engine and cannot be pulled ({(error.explanation or str(error))[:300]}).",
+                hint="Pull or load it where a registry is reachable (`docker pull`, `docker load -i`), or pass --base with a local image "
+                "holding the Target's Python.",
+                value=reference,
+            ) from None
+    except docker.errors.APIError as error:
+        raise ExternalError(f"the engine cannot inspect {reference}: {error.explanation or error}.", hint="Check the image name.", value=reference) from None
+    digests = image.attrs.get("RepoDigests") or []
+    name = reference.split("@")[0].rsplit(":", 1)[0] if ":" in reference.split("/")[-1] else reference.split("@")[0]
+    digest = next((d for d in digests if d.split("@")[0] == name), digests[0] if digests else "")
+    return BaseImage(reference, image.id, digest, int(image.attrs.get("Size") or 0))
+
+
+def gpu_run_options(backend: str) -> tuple[dict, list[str], bool]:
+    """(docker-py run options, notes, whether a GPU of the backend is on this host)."""
+    from bundler.diagnose import ROCM_DEVICES, device_flags, host_has_nvidia
+
+    nvidia = host_has_nvidia()
+    rocm = tuple(path for path in ROCM_DEVICES if os.path.exists(path))
+    present = (backend == "cuda" and nvidia) or (backend == "rocm" and len(rocm) == len(ROCM_DEVICES))
+    options, notes = device_flags(backend, nvidia_host=nvidia, rocm_devices=rocm)
+    return options, notes, present

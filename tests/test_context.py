@@ -1,0 +1,76 @@
+"""The build context: .dockerignore rules, bundler's defaults, secrets withheld and listed, a stable tar."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+from bundler.context import ContextTar, collect, compile_rule, looks_secret
+
+
+def write(root, relative, text="x"):
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_dockerignore_rules_follow_docker_semantics():
+    assert compile_rule("runs/").matches("runs/t1/summary.json")
+    assert compile_rule("*.log").matches("a.log") and not compile_rule("*.log").matches("sub/a.log")
+    assert compile_rule("**/*.log").matches("sub/deeper/a.log")
+    assert compile_rule("data/*/raw").matches("data/x/raw/file.bin")
+    assert not compile_rule("data/*/raw").matches("data/x/y/raw")
+    assert compile_rule("# comment") is None and compile_rule("  ") is None
+
+
+def test_secrets_are_withheld_even_when_re_included_and_listed(tmp_path):
+    write(tmp_path, "bundle.toml")
+    write(tmp_path, "src/pkg/model.py")
+    write(tmp_path, ".env", "TOKEN=1")
+    write(tmp_path, "config/.env.production", "TOKEN=2")
+    write(tmp_path, "keys/id_ed25519", "key")
+    write(tmp_path, ".netrc", "machine x login y password z")
+    write(tmp_path, "deploy/server.pem", "cert")
+    write(tmp_path, "home/.aws/credentials", "[default]")
+    write(tmp_path, "notes/unnamed.txt", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n")
+    write(tmp_path, ".dockerignore", "*.tmp\n!.env\n")
+    files = collect(tmp_path)
+    assert files.secrets == [".env", ".netrc", "config/.env.production", "deploy/server.pem", "home/.aws/credentials",
+                             "keys/id_ed25519", "notes/unnamed.txt"]
+    assert "src/pkg/model.py" in files.included and ".dockerignore" in files.included
+    assert not set(files.secrets) & set(files.included)
+
+
+def test_defaults_and_project_rules_leave_out_runs_git_caches_and_checkpoints(tmp_path):
+    write(tmp_path, "bundle.toml")
+    write(tmp_path, "runs/t1/summary.json")
+    write(tmp_path, ".git/config")
+    write(tmp_path, "src/pkg/__pycache__/m.cpython-311.pyc")
+    write(tmp_path, "notebooks/.ipynb_checkpoints/a.ipynb")
+    write(tmp_path, "scratch.tmp")
+    write(tmp_path, "keep.tmp")
+    write(tmp_path, ".dockerignore", "*.tmp\n!keep.tmp\n")
+    files = collect(tmp_path)
+    assert files.included == [".dockerignore", "bundle.toml", "keep.tmp"]
+    assert files.ignored_count == 5
+
+
+def test_looks_secret_by_name():
+    for name in (".env", ".env.local", "a/b/.pypirc", "id_rsa.pub", "x/credentials.json", ".kube/config", "tls.key"):
+        assert looks_secret(name), name
+    for name in ("environment.yml", "src/keys.py", "config/pilot.json"):
+        assert not looks_secret(name), name
+
+
+def test_context_tar_has_fixed_owners_and_times(tmp_path):
+    path = write(tmp_path, "a.txt", "hello")
+    first, second = io.BytesIO(), io.BytesIO()
+    for buffer in (first, second):
+        tar = ContextTar(buffer)
+        tar.add_file("project/a.txt", path)
+        tar.close()
+        path.touch()  # a new mtime must not change the context
+    assert first.getvalue() == second.getvalue()
+    member = tarfile.open(fileobj=io.BytesIO(first.getvalue())).getmember("project/a.txt")
+    assert (member.uid, member.gid, member.mode) == (0, 0, 0o644)

@@ -222,65 +222,14 @@ def check_dockerignore(bundle: Bundle) -> Item:
     if not path.is_file():
         return Item(name, FAIL, ".dockerignore not found: the whole folder, secrets included, would enter the image",
                     "Add a .dockerignore excluding .env*, *.pem, id_rsa*, .netrc, .pypirc, credentials* and runs/.")
-    patterns = parse_dockerignore(path.read_text(encoding="utf-8"))
-    uncovered = [sample for sample in DOCKERIGNORE_SAMPLES if not dockerignore_excludes(patterns, sample)]
+    from bundler.context import compile_rules, is_excluded
+
+    rules = compile_rules(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    uncovered = [sample for sample in DOCKERIGNORE_SAMPLES if not is_excluded(rules, sample)]
     if uncovered:
         return Item(name, FAIL, "not excluded: " + ", ".join(uncovered),
                     "Add patterns such as **/.env*, **/*.pem, **/id_rsa*, **/.netrc, **/.pypirc, **/credentials*, runs/.")
     return Item(name, PASS, f"{len(DOCKERIGNORE_SAMPLES)} secret and trial-output samples excluded")
-
-
-def parse_dockerignore(text: str) -> list[tuple[bool, str]]:
-    """(negated, pattern) per line, cleaned the way Docker cleans them."""
-    patterns = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        negated = line.startswith("!")
-        pattern = line[1:].strip() if negated else line
-        pattern = str(PurePosixPath(pattern.lstrip("/"))).rstrip("/") if pattern.strip("/") else pattern
-        patterns.append((negated, pattern))
-    return patterns
-
-
-def dockerignore_excludes(patterns: list[tuple[bool, str]], path: str) -> bool:
-    """Docker's rule: the last matching pattern wins; a pattern also covers what is below a match."""
-    excluded = False
-    for negated, pattern in patterns:
-        if _dockerignore_match(pattern, path):
-            excluded = not negated
-    return excluded
-
-
-def _dockerignore_match(pattern: str, path: str) -> bool:
-    regex = _glob_regex(pattern)
-    parts = path.split("/")
-    return any(regex.fullmatch("/".join(parts[:count])) for count in range(1, len(parts) + 1))
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out, index = [], 0
-    while index < len(pattern):
-        char = pattern[index]
-        if pattern.startswith("**/", index):
-            out.append("(?:.*/)?")
-            index += 3
-            continue
-        if pattern.startswith("**", index):
-            out.append(".*")
-            index += 2
-            continue
-        out.append("[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char) if char != "[" else "[")
-        if char == "[":
-            end = pattern.find("]", index)
-            if end == -1:
-                out[-1] = re.escape("[")
-            else:
-                out[-1] = "[" + pattern[index + 1 : end].replace("!", "^", 1) + "]"
-                index = end
-        index += 1
-    return re.compile("".join(out))
 
 
 def check_entry(bundle: Bundle) -> Item:

@@ -103,7 +103,8 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
-def _excluded(rules: list[Rule], relative: str) -> bool:
+def is_excluded(rules: list[Rule], relative: str) -> bool:
+    """Docker's rule: the last matching pattern wins."""
     excluded = False
     for rule in rules:
         if rule.matches(relative):
@@ -123,12 +124,16 @@ class ProjectFiles:
     included_bytes: int = 0
 
 
+def compile_rules(lines: list[str]) -> list[Rule]:
+    return [rule for rule in map(compile_rule, lines) if rule is not None]
+
+
 def project_rules(root: Path) -> list[Rule]:
     lines = list(DEFAULT_IGNORES)
     ignore_file = Path(root) / DOCKERIGNORE
     if ignore_file.is_file():
         lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
-    return [rule for rule in map(compile_rule, lines) if rule is not None]
+    return compile_rules(lines)
 
 
 SECRET_RULES = [compile_rule(pattern) for pattern in SECRET_PATTERNS]
@@ -157,7 +162,7 @@ def collect(root: Path) -> ProjectFiles:
             size = path.lstat().st_size
             if looks_secret(relative, path):
                 result.secrets.append(relative)
-            elif _excluded(rules, relative):
+            elif is_excluded(rules, relative):
                 result.ignored_count += 1
                 result.ignored_bytes += size
             else:

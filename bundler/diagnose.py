@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from bundler.bundle import Bundle
-from bundler.errors import DiagnosticsFailed, EngineError, ExternalError, UsageError
+from bundler.errors import DiagnosticsFailed, ExternalError, UsageError
 from bundler.fsutil import atomic_write_json
 
 # Where a built image keeps things (bundler build places them there).
@@ -123,11 +123,9 @@ def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo 
     import docker
     import docker.errors
 
-    try:
-        client = docker.from_env(timeout=CONTAINER_TIMEOUT_S)
-        client.ping()
-    except docker.errors.DockerException as error:
-        raise EngineError(f"no Docker engine answers: {error}.", hint="Start Docker (or set DOCKER_HOST), then retry.") from None
+    from bundler import engine
+
+    client = engine.client(CONTAINER_TIMEOUT_S, why=f"the diagnostics run inside the image {tag}")
     try:
         image = client.images.get(tag)
     except docker.errors.ImageNotFound:

@@ -15,27 +15,27 @@ from bundler.errors import EngineError, ExternalError
 CLIENT_TIMEOUT_S = 900
 
 
-def client(timeout: int = CLIENT_TIMEOUT_S):
-    """A docker-py client whose engine answers a ping, else EngineError saying how to start one."""
+def client(timeout: int = CLIENT_TIMEOUT_S, *, why: str = "", alternative: str = ""):
+    """A docker-py client whose engine answers a ping, else EngineError saying how to start one.
+
+    ``why`` says what the engine is needed for; ``alternative`` a way to do without one.
+    """
     import docker
-    import docker.errors
 
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         engine = docker.from_env(timeout=timeout)
         engine.ping()
         return engine
-    except docker.errors.DockerException as error:
+    except Exception as error:  # docker-py raises DockerException, requests' errors come unwrapped from ping()
+        message = f"no Docker engine answers at {where} ({_short(error)})."
+        hint = (
+            "Start one (`sudo systemctl start docker`, or `sudo dockerd &`; on macOS start Docker Desktop or colima), "
+            "or point DOCKER_HOST at a running engine, then try again."
+        )
         raise EngineError(
-            f"no Docker engine answers at {where} ({_short(error)}).",
-            hint="Start one (`sudo systemctl start docker`, or `sudo dockerd &`; on macOS start Docker Desktop or colima), "
-            "or point DOCKER_HOST at a running engine, then build again.",
-            value=where,
-        ) from None
-    except Exception as error:  # requests' connection errors surface unwrapped from ping()
-        raise EngineError(
-            f"no Docker engine answers at {where} ({_short(error)}).",
-            hint="Start one (`sudo systemctl start docker` or `sudo dockerd &`), or point DOCKER_HOST at a running engine.",
+            f"{why}; but {message}" if why else message,
+            hint=f"{hint} {alternative}".strip(),
             value=where,
         ) from None
 

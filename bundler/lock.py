@@ -32,7 +32,7 @@ from pathlib import Path
 from bundler import __version__
 from bundler.bundle import Bundle, Target, update_target, validate_target
 from bundler.compat import Build, CompatTable, load_table
-from bundler.errors import EngineError, ExternalError, LockError, ProjectFileError, UsageError
+from bundler.errors import ExternalError, LockError, ProjectFileError, UsageError
 from bundler.fsutil import atomic_write_text
 from bundler.lockfile import (
     LockHeader, canonical, ensure_lintless, input_hash, read_state, render_lock,
@@ -352,7 +352,7 @@ def _compile_args(plan: LockPlan, settings: PipSettings, pairs: list[tuple[str, 
     return args
 
 
-def _resolution_env(settings: PipSettings, cache: str, cert: str | None) -> dict[str, str]:
+def pip_environment(settings: PipSettings, cache: str, cert: str | None) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
     env.update({"PIP_CONFIG_FILE": os.devnull, "PIP_CACHE_DIR": f"{cache}/pip", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONUTF8": "1"})
     if cert:
@@ -410,7 +410,7 @@ def resolve(plan: LockPlan, previous_body: str | None, upgrade: bool) -> Resolut
         else:
             cache = str(cache_dir())
             argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(plan, settings, pairs, cache), "-o", "lock.txt", REQUIREMENTS_IN]
-            completed = subprocess.run(argv, cwd=work_dir, env=_resolution_env(settings, cache, settings.cert), capture_output=True, text=True)
+            completed = subprocess.run(argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True)
             code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
         seconds = time.monotonic() - started
         if code != 0:
@@ -485,7 +485,7 @@ def _resolve_in_container(plan: LockPlan, settings: PipSettings, pairs: list[tup
     if settings.cert and Path(settings.cert).is_file():
         volumes[str(Path(settings.cert).resolve())] = {"bind": "/etc/bundler/ca.pem", "mode": "ro"}
         cert = "/etc/bundler/ca.pem"
-    env = {k: v for k, v in _resolution_env(settings, "/cache", cert).items() if k.startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"))}
+    env = {k: v for k, v in pip_environment(settings, "/cache", cert).items() if k.startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"))}
     env.update({"HOME": "/tmp", "PYTHONUTF8": "1"})
     args = _compile_args(plan, settings, pairs, "/cache")
     venv = f"/cache/venv-py{plan.target.python}-{image_id.split(':')[-1][:12]}"
@@ -537,20 +537,9 @@ def _engine(plan: LockPlan, image: str):
         f"{plan.host_mismatch}, and pip-compile resolves for the interpreter and OS it runs on, so resolution must "
         f"run inside the target image {image}"
     )
-    try:
-        import docker
+    from bundler import engine
 
-        client = docker.from_env(timeout=600)
-        client.ping()
-        return client
-    except Exception as error:  # docker raises several kinds for 'no engine'
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        raise EngineError(
-            f"{why}; but no Docker engine answers at {where} ({type(error).__name__}).",
-            hint="Start one (`sudo dockerd &` on Linux, or start Docker Desktop) and run `bundler lock` again, "
-            f"or lock on a Linux host with Python {plan.target.python}.",
-            value=where,
-        ) from None
+    return engine.client(600, why=why, alternative=f"Or lock on a Linux host with Python {plan.target.python}.")
 
 
 def _tools_wheelhouse(python: str, cache: Path) -> Path:

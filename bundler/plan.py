@@ -75,7 +75,7 @@ class Plan:
 # -- loading and validation -----------------------------------------------------------
 def load_plan(project: Path) -> Plan:
     path = Path(project) / PLAN_FILE
-    raw = _read_toml(path, f"`bundler new` writes one; copy it from a new project or write [package] card/days/lots and [[steps]].")
+    raw = _read_toml(path, "`bundler new` writes one; copy it from a new project or write [package] card/days/lots and [[steps]].")
     catalog_path = (path.parent / str(raw.get("catalog", DEFAULT_CATALOG))).resolve()
     catalog = load_catalog(catalog_path)
     package = raw.get("package")

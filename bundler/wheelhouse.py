@@ -125,7 +125,7 @@ def _store(downloaded: Path, pins_by_name: dict[str, Pin], root: Path) -> None:
 def download(pins: list[Pin], indexes: list[str], target, *, sources: set[str] = frozenset(), root: Path | None = None,
              say=lambda text: None) -> None:
     """Fetch the pins into the cache with one `pip download` per kind (wheels, source archives)."""
-    from bundler.lock import _resolution_env, host_pip_settings, index_map, resolution_url
+    from bundler.lock import pip_environment, host_pip_settings, index_map, resolution_url
 
     if not pins:
         return
@@ -133,7 +133,7 @@ def download(pins: list[Pin], indexes: list[str], target, *, sources: set[str] =
     pairs = index_map()
     settings = host_pip_settings()
     urls = [resolution_url(url, pairs) for url in indexes] or ["https://pypi.org/simple"]
-    env = _resolution_env(settings, str(root.parent.parent), settings.cert)
+    env = pip_environment(settings, str(root.parent.parent), settings.cert)
     by_name = {pin.name: pin for pin in pins}
     python_version = target.python.replace(".", "")
     for kind in ("wheels", "sources"):

@@ -145,7 +145,7 @@ def _wheel(files: Path, name: str, version: str, wheel_tag: str, requires: list[
     if path.exists():
         return filename
     info = f"{dist}-{version}.dist-info"
-    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", "Requires-Python: >=3.9"]
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", "Requires-Python: >=3.9"]
     metadata += [f"Requires-Dist: {item}" for item in requires]
     contents = dict(modules or {f"{dist}/__init__.py": f"__version__ = {version!r}\n"})
     contents[f"{info}/METADATA"] = "\n".join(metadata) + "\n"

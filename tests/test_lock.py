@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bundler.bundle import Target, load_bundle
-from bundler.errors import EngineError, ExternalError, LockError, ProjectFileError, TargetError, UsageError
+from bundler.errors import EngineError, ExternalError, LockError, ProjectFileError
 from bundler.lock import make_plan, run_lock
 from bundler.lockfile import lint_lock, lock_state, parse_pins, split_lock, verify_lock, verify_lock_command
 from tests.conftest import run_cli

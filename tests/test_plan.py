@@ -6,7 +6,6 @@ from decimal import Decimal
 
 import pytest
 
-from bundler.errors import ProjectFileError
 from bundler.plan import load_plan, schedule
 from tests.conftest import run_cli
 from tests.runs_support import change_corpus, new_project, pilot, set_config

@@ -31,7 +31,7 @@ def _extension(ctx, result, item: dict) -> bool:
     module_name, check = item["module"], str(item.get("check", "")).strip()
     distribution = item.get("name", module_name)
     try:
-        module = ctx.probe.import_module(module_name)
+        ctx.probe.import_module(module_name)
     except Exception as error:
         result.fail(f"extension {distribution} does not import ({module_name}): {type(error).__name__}: {error}",
                     _hint(item))

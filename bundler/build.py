@@ -15,8 +15,8 @@ Order of work (nothing is tagged until everything before it passed):
    size is reported before it is sent;
 5. the build, offline (``network_mode="none"``) unless a devel base needs its mirror,
    OCI and bundler labels in one LABEL step at the end;
-6. the smoke test in the new image, offline: the lock verified in place (the lock
-   engineer's verify_lock_command: pip install --no-index of the lock finds everything
+6. the smoke test in the new image, offline: the lock verified in place
+   (lockfile.verify_lock_command: pip install --no-index of the lock finds everything
    installed, pip check, torch imported and its build compared with the Target);
 7. the size report against ``size_budget_mb`` (``--strict`` fails above it);
 8. the tag, then ``--export`` and ``--push``.

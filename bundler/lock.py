@@ -457,19 +457,9 @@ def _resolution_error(plan: LockPlan, log: str, where: str) -> Exception:
 def _resolve_in_container(plan: LockPlan, settings: PipSettings, pairs: list[tuple[str, str]], work_dir: Path) -> tuple[int, str, str]:
     image = plan.target.base_image or plan.base_images["runtime"]
     client = _engine(plan, image)
-    import docker.errors
+    from bundler.engine import base_image
 
-    try:
-        image_id = client.images.get(image).id
-    except docker.errors.ImageNotFound:
-        try:
-            image_id = client.images.pull(image).id
-        except docker.errors.APIError as error:
-            raise ExternalError(
-                f"the target image {image} is not on this engine and cannot be pulled ({error.explanation or error}).",
-                hint="Pull it where a registry is reachable (`docker pull`), or set [target] base_image to a local image with the Target's Python.",
-                value=image,
-            ) from None
+    image_id = base_image(client, image).image_id
     cache = cache_dir()
     tools = _tools_wheelhouse(plan.target.python, cache)
     volumes = {str(work_dir): {"bind": "/work", "mode": "rw"}, str(cache / "container"): {"bind": "/cache", "mode": "rw"}, str(tools): {"bind": "/tools", "mode": "ro"}}

@@ -79,3 +79,25 @@ def test_corrupt_lock_names_the_line(tmp_path):
 ])
 def test_marker_evaluation(marker, expected):
     assert lockfile.marker_applies(marker) is expected
+
+
+def test_subset_reader_reads_generated_bundle_toml_like_tomllib(tmp_path):
+    """Python 3.10 images have no tomllib: the fallback must read what bundler writes."""
+    import tomllib
+
+    from bdiag import minitoml
+    from tests.conftest import scaffold_project
+
+    text = (scaffold_project(tmp_path / "p", backend="cuda", accelerator="12.8") / "bundle.toml").read_text()
+    text += '\n[[extensions]]\nname = "flash-attn"  # a comment\nmodule = "flash_attn"\ncompile = true\ncheck = "flash_attn.__version__"\n'
+    text += '\n[diagnostics]\nresults_dir = \'runs # not a comment\'\n'
+    assert minitoml.loads(text) == tomllib.loads(text)
+
+
+def test_subset_reader_names_the_line_it_cannot_read():
+    import pytest
+
+    from bdiag import minitoml
+
+    with pytest.raises(ValueError, match="line 2"):
+        minitoml.loads('[target]\nbackend = {inline = "table"}\n')

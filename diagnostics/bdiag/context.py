@@ -48,20 +48,24 @@ def find_bundle(project: str | None, environ) -> BundleInfo | None:
     return None
 
 
-def read_bundle(path: str) -> BundleInfo:
-    info = BundleInfo(path=os.path.abspath(path), root=os.path.dirname(os.path.abspath(path)))
+def load_toml(text: str) -> dict:
+    """tomllib (3.11+), else tomli, else the reader for bundle.toml's subset (Python 3.10 images)."""
     try:
         import tomllib
-    except ImportError:  # Python < 3.11
+    except ImportError:
         try:
             import tomli as tomllib
         except ImportError:
-            info.error = "this Python has no TOML reader (tomllib arrived in 3.11; tomli is not installed)"
-            return info
+            from bdiag import minitoml as tomllib
+    return tomllib.loads(text)
+
+
+def read_bundle(path: str) -> BundleInfo:
+    info = BundleInfo(path=os.path.abspath(path), root=os.path.dirname(os.path.abspath(path)))
     try:
         with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            data = load_toml(handle.read().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:  # TOMLDecodeError is a ValueError
         info.error = f"does not parse as TOML: {error}"
         return info
     except OSError as error:

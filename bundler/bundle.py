@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bundler.errors import ProjectFileError, UsageError
@@ -135,7 +135,7 @@ def validate_target(target: Target, path: Path | None = None) -> Target:
         )
     if not PYTHON_RE.match(target.python):
         raise error(
-            f"{where}Python version {target.python!r} is not a minor version like '3.11'.",
+            f"{where}Python version {target.python!r} is not a minor version like 3.11.",
             hint="Give major.minor only, e.g. 3.11 or 3.12.",
             path=path,
             value=target.python,
@@ -289,6 +289,3 @@ def update_target(bundle: Bundle, target: Target) -> None:
         section[key] = value
     atomic_write_text(bundle.path, tomlkit.dumps(document))
 
-
-def with_target(bundle: Bundle, **changes: str) -> Bundle:
-    return replace(bundle, target=replace(bundle.target, **changes))

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bundler import __version__
-from bundler.bundle import BACKENDS, PYTHON_RE, TORCH_RE, ACCELERATOR_RE
+from bundler.bundle import Target, validate_target
 from bundler.errors import ExistsError, UsageError
 from bundler.fsutil import atomic_write_json, staged_directory
 from bundler.resources import resource_path
@@ -74,16 +74,14 @@ def validate_answers(answers: dict) -> None:
             hint="Use lowercase letters, digits and underscores, not starting with a digit and not a Python keyword (e.g. --set package_name=doc_pilot).",
             value=package,
         )
-    if answers["backend"] not in BACKENDS:
-        raise UsageError(f"unknown backend {answers['backend']!r}.", hint=f"Use one of: {', '.join(BACKENDS)}.", value=answers["backend"])
-    if answers["backend"] == "cpu" and answers["accelerator"]:
-        raise UsageError("backend cpu takes no accelerator version.", hint="Leave accelerator out, or choose --backend cuda/rocm.", value=answers["accelerator"])
-    if answers["backend"] != "cpu" and not ACCELERATOR_RE.match(answers["accelerator"]):
-        raise UsageError(f"accelerator version {answers['accelerator']!r} is not like 12.8 or 6.4.", hint="--set accelerator=12.8", value=answers["accelerator"])
-    if not TORCH_RE.match(answers["torch_version"]):
-        raise UsageError(f"torch version {answers['torch_version']!r} is not an exact release like 2.13.0.", hint="--set torch_version=2.13.0", value=answers["torch_version"])
-    if not PYTHON_RE.match(answers["python_version"]):
-        raise UsageError(f"Python version {answers['python_version']!r} is not like 3.11.", hint="--set python_version=3.11", value=answers["python_version"])
+    validate_target(
+        Target(
+            backend=answers["backend"],
+            accelerator=answers["accelerator"],
+            torch=answers["torch_version"],
+            python=answers["python_version"],
+        )
+    )
     if not str(answers["size_budget_mb"]).isdigit() or int(answers["size_budget_mb"]) <= 0:
         raise UsageError(f"size_budget_mb {answers['size_budget_mb']!r} is not a positive number of megabytes.", hint="--set size_budget_mb=3000", value=answers["size_budget_mb"])
     _validate_categories(answers["categories"])

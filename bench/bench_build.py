@@ -41,12 +41,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="bundler-test/bookworm-python3.11:1")
     args = parser.parse_args()
-    from bundler import build as builder
+    from bundler.image import build as builder
     from bundler import engine as engines
-    from bundler import wheelhouse
-    from bundler.bundle import load_bundle
-    from bundler.lock import run_lock
-    from bundler.lockfile import requirements_body, split_lock
+    from bundler.image import wheelhouse
+    from bundler.target.bundle import load_bundle
+    from bundler.lock.run import run_lock
+    from bundler.lock.lockfile import requirements_body, split_lock
     from tests.conftest import scaffold_project
     from tests.fakeindex import real_torch_index
 

@@ -84,7 +84,7 @@ def main() -> None:
         version = median_of(args.repeat, [*bundler, "--version"], env)
         dry_run = median_of(args.repeat, [*bundler, "lock", str(project), "--dry-run", "--json"], env)
         plan_code = (
-            "import time; t=time.perf_counter(); from bundler.bundle import load_bundle; from bundler.lock import run_lock; "
+            "import time; t=time.perf_counter(); from bundler.target.bundle import load_bundle; from bundler.lock.run import run_lock; "
             f"run_lock(load_bundle({str(project)!r}), dry_run=True); print(time.perf_counter()-t)"
         )
         plan_in_process = statistics.median(float(timed([sys.executable, "-c", plan_code], env)[1].stdout) for _ in range(args.repeat))

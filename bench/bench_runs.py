@@ -97,7 +97,7 @@ def main() -> None:
 
 
 def run(base: Path, documents: int) -> None:
-    from bundler.verify import check_checkpoint_reload, verify_run
+    from bundler.evidence.verify import check_checkpoint_reload, verify_run
 
     started = time.perf_counter()
     project = make_project(base, documents)

@@ -12,7 +12,6 @@ import datetime
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -21,16 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from bundler.bundle import Bundle
 from bundler.errors import DiagnosticsFailed, ExternalError, UsageError
 from bundler.fsutil import atomic_write_json
+from bundler.image import layout
+from bundler.resources import diagnostics_folder
+from bundler.target.bundle import Bundle
 
-# Where a built image keeps things (bundler build places them there).
-IMAGE_DIAGNOSTICS = "/opt/bundle/diagnostics"
-IMAGE_PYTHON = "/opt/venv/bin/python"  # overridden by the image's BUNDLE_PYTHON env when set
-IMAGE_REPORT = "/tmp/bundle-diagnostics.json"
 CONTAINER_TIMEOUT_S = 900
-ROCM_DEVICES = ("/dev/kfd", "/dev/dri")
 
 Echo = Callable[[str], None]
 
@@ -55,16 +51,6 @@ class DiagnoseResult:
             f"diagnostics stage {stage['number']} '{stage['name']}' failed: {reason} (report: {self.report_path}).",
             stage=stage["name"], exit_code=self.exit_code, hint=stage.get("hint"), path=self.report_path,
         )
-
-
-def diagnostics_folder(project: Path) -> Path:
-    """The project's own copy of diagnostics/ when it has one, else the copy shipped with bundler."""
-    own = Path(project) / "diagnostics"
-    if (own / "run.py").is_file():
-        return own
-    from bundler.resources import resource_path
-
-    return resource_path("diagnostics")
 
 
 def report_destination(project: Path, now: datetime.datetime | None = None) -> Path:
@@ -95,29 +81,6 @@ def run_local(bundle: Bundle, *, keep_going: bool = False, echo: Echo = sys.stde
     return _keep(bundle, "local", report, code)
 
 
-def device_flags(backend: str, *, nvidia_host: bool, rocm_devices: tuple = ()) -> tuple[dict, list]:
-    """docker-py run options giving a container the GPUs of ``backend``; plus notes for the user."""
-    notes: list = []
-    if backend == "cuda":
-        options: dict = {"shm_size": "8g"}
-        if nvidia_host:
-            import docker.types
-
-            options["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
-        else:
-            notes.append("no NVIDIA driver on this host: the container gets no GPU, so the device stage will fail")
-        return options, notes
-    if backend == "rocm":
-        if len(rocm_devices) < len(ROCM_DEVICES):
-            notes.append("no /dev/kfd or /dev/dri on this host: the container gets no AMD GPU")
-        return {"devices": [f"{path}:{path}:rwm" for path in rocm_devices], "group_add": ["video"], "ipc_mode": "host"}, notes
-    return {"shm_size": "2g"}, notes
-
-
-def host_has_nvidia() -> bool:
-    return os.path.exists("/proc/driver/nvidia/version") or shutil.which("nvidia-smi") is not None
-
-
 def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo = sys.stderr.write) -> DiagnoseResult:
     """Run the image's own diagnostics folder in a container and copy its report back."""
     import docker
@@ -131,12 +94,13 @@ def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo 
     except docker.errors.ImageNotFound:
         raise UsageError(f"image {tag!r} is not on this Docker engine.", hint="Build it with `bundler build --tag TAG`, or pull it first.", value=tag) from None
     environment = dict(item.split("=", 1) for item in (image.attrs.get("Config", {}).get("Env") or []) if "=" in item)
-    python = environment.get("BUNDLE_PYTHON", IMAGE_PYTHON)
+    python = environment.get("BUNDLE_PYTHON", layout.PYTHON)
+    diagnostics = environment.get("BUNDLE_DIAGNOSTICS", layout.DIAGNOSTICS)
     backend = bundle.target.backend
-    options, notes = device_flags(backend, nvidia_host=host_has_nvidia(), rocm_devices=tuple(p for p in ROCM_DEVICES if os.path.exists(p)))
+    options, notes, _ = engine.gpu_run_options(backend)
     for note in notes:
         echo(f"note: {note}\n")
-    command = [python, f"{IMAGE_DIAGNOSTICS}/run.py", "--backend", backend, "--json", IMAGE_REPORT]
+    command = [python, f"{diagnostics}/run.py", "--backend", backend, "--json", layout.DIAGNOSTICS_REPORT]
     if keep_going:
         command.append("--keep-going")
     container = client.containers.create(tag, command=command, **options)
@@ -145,14 +109,14 @@ def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo 
             container.start()
         except docker.errors.APIError as error:
             raise ExternalError(
-                f"the container of {tag} could not run {python} {IMAGE_DIAGNOSTICS}/run.py: {error.explanation or error}.",
+                f"the container of {tag} could not run {python} {diagnostics}/run.py: {error.explanation or error}.",
                 hint="Rebuild the image with `bundler build` (it places the interpreter and the diagnostics folder there).",
                 value=tag,
             ) from None
         for chunk in container.logs(stream=True, follow=True):
             echo(chunk.decode("utf-8", errors="replace"))
         code = int(container.wait(timeout=CONTAINER_TIMEOUT_S).get("StatusCode", 1))
-        report = _read_report(_copy_out(container, IMAGE_REPORT), code, f"{tag}:{IMAGE_DIAGNOSTICS}/run.py")
+        report = _read_report(_copy_out(container, layout.DIAGNOSTICS_REPORT), code, f"{tag}:{diagnostics}/run.py")
     finally:
         container.remove(force=True)
     result = _keep(bundle, "image", report, code)

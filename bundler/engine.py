@@ -1,18 +1,20 @@
-"""The Docker engine as bundler uses it: a client that answers, images, and GPU run flags.
+"""The Docker engine as bundler uses it: a client that answers, base images, GPU run flags.
 
-The GPU flags themselves live in bundler.diagnose.device_flags (one place for
-`bundler diagnose --image` and the build's smoke test); ``gpu_run_options`` adds the
-host detection.
+One place for what lock (resolution in a container), build (the images and their smoke
+test) and diagnose (`--image`) ask of the engine. ``device_flags`` gives a container
+the GPUs of a backend; ``gpu_run_options`` adds what this host has.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 
 from bundler.errors import EngineError, ExternalError
 
 CLIENT_TIMEOUT_S = 900
+ROCM_DEVICES = ("/dev/kfd", "/dev/dri")
 
 
 def client(timeout: int = CLIENT_TIMEOUT_S, *, why: str = "", alternative: str = ""):
@@ -21,13 +23,15 @@ def client(timeout: int = CLIENT_TIMEOUT_S, *, why: str = "", alternative: str =
     ``why`` says what the engine is needed for; ``alternative`` a way to do without one.
     """
     import docker
+    from docker.errors import DockerException
+    from requests.exceptions import RequestException
 
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         engine = docker.from_env(timeout=timeout)
         engine.ping()
         return engine
-    except Exception as error:  # docker-py raises DockerException, requests' errors come unwrapped from ping()
+    except (DockerException, RequestException, OSError) as error:  # ping() lets requests' errors through unwrapped
         message = f"no Docker engine answers at {where} ({_short(error)})."
         hint = (
             "Start one (`sudo systemctl start docker`, or `sudo dockerd &`; on macOS start Docker Desktop or colima), "
@@ -92,10 +96,31 @@ def base_image(engine, reference: str, *, say=lambda text: None) -> BaseImage:
 
 def gpu_run_options(backend: str) -> tuple[dict, list[str], bool]:
     """(docker-py run options, notes, whether a GPU of the backend is on this host)."""
-    from bundler.diagnose import ROCM_DEVICES, device_flags, host_has_nvidia
-
     nvidia = host_has_nvidia()
     rocm = tuple(path for path in ROCM_DEVICES if os.path.exists(path))
     present = (backend == "cuda" and nvidia) or (backend == "rocm" and len(rocm) == len(ROCM_DEVICES))
     options, notes = device_flags(backend, nvidia_host=nvidia, rocm_devices=rocm)
     return options, notes, present
+
+
+def device_flags(backend: str, *, nvidia_host: bool, rocm_devices: tuple = ()) -> tuple[dict, list]:
+    """docker-py run options giving a container the GPUs of ``backend``; plus notes for the user."""
+    notes: list = []
+    if backend == "cuda":
+        options: dict = {"shm_size": "8g"}
+        if nvidia_host:
+            import docker.types
+
+            options["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        else:
+            notes.append("no NVIDIA driver on this host: the container gets no GPU, so the device stage will fail")
+        return options, notes
+    if backend == "rocm":
+        if len(rocm_devices) < len(ROCM_DEVICES):
+            notes.append("no /dev/kfd or /dev/dri on this host: the container gets no AMD GPU")
+        return {"devices": [f"{path}:{path}:rwm" for path in rocm_devices], "group_add": ["video"], "ipc_mode": "host"}, notes
+    return {"shm_size": "2g"}, notes
+
+
+def host_has_nvidia() -> bool:
+    return os.path.exists("/proc/driver/nvidia/version") or shutil.which("nvidia-smi") is not None

@@ -1,8 +1,10 @@
 """Every expected failure of bundler, each with the exit code the CLI maps it to.
 
 A message is built where the error is raised and names the offending path or value;
-the hint says what to do next. The CLI (bundler/cli.py) prints both as one paragraph
-and exits with ``exit_code`` — never a traceback for an error listed here.
+the hint says what to do next. The CLI (bundler/cli/options.py) prints both as one
+paragraph and exits with ``exit_code`` — never a traceback for an error listed here.
+An error may carry ``result``: what the command found before it failed (a check's
+items, a scan's findings), printed as the one JSON document of ``--json``.
 
 Exit codes (documented in README.md):
     0  success
@@ -15,6 +17,7 @@ Exit codes (documented in README.md):
     7  no Docker engine answers
     8  an image build, export or push failed
     9  an index, registry or external tool could not be reached or failed
+    10 a file or folder could not be read or written (permission, full disk, bad name)
     11-20  diagnostics: 10 + the number of the first failing stage
 """
 
@@ -36,12 +39,18 @@ class BundlerError(Exception):
         hint: str | None = None,
         path: Path | str | None = None,
         value: object = None,
+        result: dict | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.path = Path(path) if path is not None else None
         self.value = value
+        self.result = result
+
+    def paragraph(self) -> str:
+        """The one paragraph a person reads: what happened, then what to do."""
+        return f"Error: {self.message}" + (f" Hint: {self.hint}" if self.hint else "")
 
     def as_dict(self) -> dict:
         return {
@@ -117,11 +126,45 @@ class ExternalError(BundlerError):
     kind = "external"
 
 
+class FileSystemError(BundlerError):
+    """A file or folder could not be read or written: permission, read-only, full disk, a bad name."""
+
+    exit_code = 10
+    kind = "filesystem"
+
+
+def from_os_error(error: OSError, doing: str = "") -> FileSystemError:
+    """An OSError as one paragraph naming the path, with the hint that fits its cause."""
+    import errno
+
+    path = error.filename
+    reason = error.strerror or str(error)
+    hints = {
+        errno.EACCES: "Check the permissions of that path (and of the folders above it), or work in a folder you own.",
+        errno.EPERM: "Check the permissions of that path (and of the folders above it), or work in a folder you own.",
+        errno.EROFS: "That file system is read-only: work on a copy in a writable folder.",
+        errno.ENOSPC: "The disk is full: free space there, or choose a folder on another disk.",
+        errno.EDQUOT: "Your disk quota is used up: free space there, or choose a folder on another disk.",
+        errno.ENAMETOOLONG: "Choose a shorter name.",
+        errno.ENOTDIR: "A part of that path is a file, not a folder: choose a path whose parents are folders.",
+        errno.ENOENT: "Check that the path exists (a dangling symbolic link counts as missing).",
+        errno.EISDIR: "That path is a folder; name a file.",
+        errno.ELOOP: "That path loops through symbolic links: resolve the links.",
+    }
+    where = f" {path}" if path else ""
+    what = f"{doing}: " if doing else ""
+    return FileSystemError(
+        f"{what}cannot use{where}: {reason}.",
+        hint=hints.get(error.errno, "Check that path, then run the command again."),
+        path=path,
+    )
+
+
 class DiagnosticsFailed(BundlerError):
     """A diagnostics stage failed; the exit code is 10 + the stage's number."""
 
     kind = "diagnostics"
 
-    def __init__(self, message: str, *, stage: str, exit_code: int, hint: str | None = None, path=None):
-        super().__init__(message, hint=hint, path=path, value=stage)
+    def __init__(self, message: str, *, stage: str, exit_code: int, hint: str | None = None, path=None, result: dict | None = None):
+        super().__init__(message, hint=hint, path=path, value=stage, result=result)
         self.exit_code = exit_code

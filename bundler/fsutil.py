@@ -1,4 +1,5 @@
-"""Writes that never leave a half file or a half folder behind."""
+"""Files as bundler reads and writes them: parsed documents that name the file when
+they are wrong, writes that never leave a half file or a half folder behind."""
 
 from __future__ import annotations
 
@@ -10,6 +11,45 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
+
+from bundler.errors import ProjectFileError
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(text: str) -> object:
+    """JSON as the standard defines it: NaN and Infinity are refused, not read as floats."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def read_json(path: Path, *, hint: str) -> object:
+    """The parsed document; ProjectFileError naming the file when it is missing, not UTF-8 or not JSON."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProjectFileError(f"{path} not found.", hint=hint, path=path)
+    try:
+        return parse_json(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise ProjectFileError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start}).", hint=hint, path=path) from None
+    except ValueError as error:
+        raise ProjectFileError(f"{path} is not valid JSON: {error}.", hint=hint, path=path) from None
+
+
+def read_toml(path: Path, *, hint: str, parse_float=float) -> dict:
+    """The parsed document; ProjectFileError naming the file when it is missing, not UTF-8 or not TOML."""
+    from bundler import tomlcompat
+
+    path = Path(path)
+    if not path.is_file():
+        raise ProjectFileError(f"{path} not found.", hint=hint, path=path)
+    try:
+        return tomlcompat.loads(path.read_text(encoding="utf-8"), parse_float=parse_float)
+    except UnicodeDecodeError as error:
+        raise ProjectFileError(f"{path} is not UTF-8 text ({error.reason} at byte {error.start}).", hint=hint, path=path) from None
+    except tomlcompat.TOMLDecodeError as error:
+        raise ProjectFileError(f"{path} is not valid TOML: {error}.", hint=hint, path=path) from None
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -66,6 +106,10 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:

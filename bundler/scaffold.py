@@ -11,10 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bundler import __version__
-from bundler.bundle import Target, validate_target
 from bundler.errors import ExistsError, UsageError
 from bundler.fsutil import atomic_write_json, staged_directory
 from bundler.resources import resource_path
+from bundler.target.bundle import Target, validate_target
 
 ANSWERS_FILE = ".bundler-answers.json"
 # Accelerator versions a new project starts with for torch 2.13 (`bundler lock` changes them).

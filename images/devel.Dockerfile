@@ -3,17 +3,18 @@
 # point and diagnostics -> settings -> the project's code -> its config -> the labels.
 # A code change rebuilds only the last three steps; a config change only the last two.
 FROM ${deps_image}
-COPY bundle/ /opt/bundle/
-ENV BUNDLE_PYTHON=/opt/venv/bin/python \
-    BUNDLE_ROOT=/opt/bundle/project \
+COPY bundle/ ${bundle_root}/
+ENV BUNDLE_PYTHON=${venv_python} \
+    BUNDLE_ROOT=${project} \
+    BUNDLE_DIAGNOSTICS=${diagnostics} \
     BUNDLE_ENTRY="${entry}" \
-    PATH=/opt/venv/bin:$$PATH \
+    PATH=${venv}/bin:$$PATH \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1
 USER ${uid}:${uid}
-WORKDIR /opt/bundle/project
-ENTRYPOINT ["/opt/bundle/entrypoint.sh"]
+WORKDIR ${project}
+ENTRYPOINT ["${entrypoint}"]
 CMD ["pilot"]
-COPY project/ /opt/bundle/project/
-COPY config/ /opt/bundle/project/config/
+COPY project/ ${project}/
+COPY config/ ${project}/config/
 ${labels}

@@ -2,10 +2,10 @@
 # Entry point of images made by `bundler build`.
 #   docker run IMAGE                 runs the project's entry (bundle.toml [project] entry)
 #   docker run IMAGE pilot [ARGS]    the same, ARGS appended (e.g. --run-id trial-1)
-#   docker run IMAGE diagnose [ARGS] runs /opt/bundle/diagnostics/run.py with the bundle's Python
+#   docker run IMAGE diagnose [ARGS] runs the diagnostics folder with the bundle's Python
 #   docker run IMAGE COMMAND [ARGS]  anything else is executed as given
 set -e
-cd "${BUNDLE_ROOT:-/opt/bundle/project}"
+cd "${BUNDLE_ROOT:?this image was not made by bundler build}"
 case "${1:-pilot}" in
   pilot)
     [ "$#" -gt 0 ] && shift
@@ -13,7 +13,7 @@ case "${1:-pilot}" in
     ;;
   diagnose)
     shift
-    exec "${BUNDLE_PYTHON:-/opt/venv/bin/python}" /opt/bundle/diagnostics/run.py "$@"
+    exec "${BUNDLE_PYTHON:?}" "${BUNDLE_DIAGNOSTICS:?}/run.py" "$@"
     ;;
   *)
     exec "$@"

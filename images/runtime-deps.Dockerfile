@@ -1,6 +1,6 @@
 # Dependency image made by `bundler build` (flavour: runtime): the Target's slim base,
 # the image's user, and the locked packages installed offline, with hashes, into
-# /opt/venv. Only /opt/venv leaves the install stage, so no wheel reaches a layer of
+# ${venv}. Only ${venv} leaves the install stage, so no wheel reaches a layer of
 # this image. bundler tags it bundler/deps:<key> (key: this text, the base image ID and
 # the lock's pins) and reuses it while none of them changes, so a code-only rebuild
 # neither sends the wheels nor re-hashes the environment.
@@ -11,16 +11,16 @@
 FROM ${base} AS install
 COPY wheels/ /tmp/wheels/
 COPY lock/requirements.txt /tmp/lock/requirements.txt
-RUN ${python} -m venv /opt/venv \
- && PIP_CONFIG_FILE=/dev/null /opt/venv/bin/python -m pip install --no-index --find-links /tmp/wheels \
+RUN ${python} -m venv ${venv} \
+ && PIP_CONFIG_FILE=/dev/null ${venv}/bin/python -m pip install --no-index --find-links /tmp/wheels \
       --require-hashes --no-deps --no-cache-dir --disable-pip-version-check -r /tmp/lock/requirements.txt \
- && PIP_CONFIG_FILE=/dev/null /opt/venv/bin/python -m pip check --disable-pip-version-check
+ && PIP_CONFIG_FILE=/dev/null ${venv}/bin/python -m pip check --disable-pip-version-check
 
 # ---- the dependency image: system setup, then the installed environment -------------
 FROM ${base}
 RUN groupadd --gid ${uid} ${user} \
  && useradd --no-log-init --create-home --uid ${uid} --gid ${uid} --shell /bin/sh ${user} \
- && mkdir -p /opt/bundle/project/runs \
- && ln -s ../diagnostics /opt/bundle/project/diagnostics \
- && chown ${user}:${user} /opt/bundle/project/runs
-COPY --from=install /opt/venv /opt/venv
+ && mkdir -p ${project}/runs \
+ && ln -s ../diagnostics ${project}/diagnostics \
+ && chown ${user}:${user} ${project}/runs
+COPY --from=install ${venv} ${venv}

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler.bundle import load_bundle
+from bundler.target.bundle import load_bundle
 from bundler.errors import BuildError
-from bundler.lock import run_lock
+from bundler.lock.run import run_lock
 from tests.conftest import run_cli, scaffold_project
 from tests.fakeindex import real_torch_index
 from tests.registry import running_registry
@@ -333,7 +333,7 @@ def test_a_registry_that_refuses_the_push(fake_project, docker_client, debian_py
 
 
 def test_disk_full_during_export_leaves_no_partial_file(docker_client, debian_python_image, tmp_path):
-    from bundler.handoff import export
+    from bundler.image.handoff import export
 
     class FullDisk(io.BufferedWriter):
         written = 0

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from bundler.bundle import Target
-from bundler.compat import (
-    ARCH_RE, CompatTable, build_name, load_table, load_table_from, shipped_table_path,
-)
+from bundler.target.bundle import Target
+from bundler.target.table import CompatTable
+from bundler.target.table_file import ARCH_RE, load_table, load_table_from, shipped_table_path
+from bundler.target.versions import build_name
 from bundler.errors import ProjectFileError, TargetError
 
 # pytorch-builds.md, "Which backends each torch release ships": minor -> (CUDA, ROCm, PyPI CUDA)
@@ -176,7 +176,7 @@ def test_bundler_compat_env_row_replaces_a_shipped_row(tmp_path, monkeypatch):
         ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = []\n', "must not be empty"),
         ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = ["3.11"]\ncolour = 1\n', "unknown key 'colour'"),
         ('[rocm."7.9"]\narch = ["sm_90"]\ndevel_base = "x"\n', "arch must be a list"),
-        ("[[release]\n", "cannot be read"),
+        ("[[release]\n", "not valid TOML"),
     ],
 )
 def test_bad_user_rows_are_refused_naming_the_file(tmp_path, monkeypatch, text, problem):

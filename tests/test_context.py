@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import tarfile
 
-from bundler.context import ContextTar, collect, compile_rule, looks_secret
+from bundler.image.context import ContextTar, clean_patterns, collect, is_ignored, looks_secret
 
 
 def write(root, relative, text="x"):
@@ -16,12 +16,13 @@ def write(root, relative, text="x"):
 
 
 def test_dockerignore_rules_follow_docker_semantics():
-    assert compile_rule("runs/").matches("runs/t1/summary.json")
-    assert compile_rule("*.log").matches("a.log") and not compile_rule("*.log").matches("sub/a.log")
-    assert compile_rule("**/*.log").matches("sub/deeper/a.log")
-    assert compile_rule("data/*/raw").matches("data/x/raw/file.bin")
-    assert not compile_rule("data/*/raw").matches("data/x/y/raw")
-    assert compile_rule("# comment") is None and compile_rule("  ") is None
+    assert is_ignored(["runs/"], "runs/t1/summary.json")
+    assert is_ignored(["*.log"], "a.log") and not is_ignored(["*.log"], "sub/a.log")
+    assert is_ignored(["**/*.log"], "sub/deeper/a.log")
+    assert is_ignored(["data/*/raw"], "data/x/raw/file.bin")
+    assert not is_ignored(["data/*/raw"], "data/x/y/raw")
+    assert is_ignored(["*.md", "!README.md"], "notes.md") and not is_ignored(["*.md", "!README.md"], "README.md")
+    assert clean_patterns(["# comment", "  ", " *.log "]) == ["*.log"]
 
 
 def test_secrets_are_withheld_even_when_re_included_and_listed(tmp_path):

@@ -119,7 +119,7 @@ def test_bundler_diagnose_refuses_both_modes(tmp_path):
 
 
 def test_device_flags_per_backend():
-    from bundler.diagnose import device_flags
+    from bundler.engine import device_flags
 
     cuda, _ = device_flags("cuda", nvidia_host=True)
     assert cuda["shm_size"] == "8g"
@@ -131,7 +131,7 @@ def test_device_flags_per_backend():
 
 
 def test_heavy_libraries_stay_out_of_cli_startup():
-    done = subprocess.run([sys.executable, "-c", "import bundler.cli, bundler.commands.diagnose, sys; "
+    done = subprocess.run([sys.executable, "-c", "import bundler.cli, bundler.cli.diagnose, sys; "
                            "print([m for m in ('docker','torch') if m in sys.modules])"], capture_output=True, text=True)
     assert done.stdout.strip() == "[]"
 

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from bundler.bundle import load_bundle
-from bundler.dockerfile import UnknownDevelBase, default_base, flavour_for, label_instruction, render
+from bundler.target.bundle import load_bundle
+from bundler.image.dockerfile import UnknownDevelBase, default_base, flavour_for, label_instruction, render
 from tests.conftest import scaffold_project
 
 EXTENSION = '\n[[extensions]]\nname = "flash-attn"\nmodule = "flash_attn"\ncompile = true\n'

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from bundler.bundle import Target, load_bundle
+from bundler.target.bundle import Target, load_bundle
 from bundler.errors import EngineError, ExternalError, LockError, ProjectFileError
-from bundler.lock import make_plan, run_lock
-from bundler.lockfile import lint_lock, lock_state, parse_pins, split_lock, verify_lock, verify_lock_command
+from bundler.lock.run import run_lock
+from bundler.lock.spec import make_spec
+from bundler.lock.installcheck import install_check_command, run_install_check
+from bundler.lock.lint import lint_lock
+from bundler.lock.lockfile import bundle_lock, parse_pins, split_lock
 from tests.conftest import run_cli
 from tests.fakeindex import build_fake_index
 
@@ -82,22 +85,22 @@ def test_dry_run_json_gives_index_pins_and_base_image_and_writes_nothing(tmp_pat
 
 def test_companions_get_the_paired_version_and_label(tmp_path):
     project = make_project(tmp_path / "p", "torch\ntorchvision>=0.20\ntorchaudio\ntriton\nnumpy<3\n")
-    plan = make_plan(load_bundle(project), Target("cuda", "12.8", "2.9.1", HOST_PYTHON))
+    plan = make_spec(load_bundle(project), Target("cuda", "12.8", "2.9.1", HOST_PYTHON))
     assert plan.compiled_input == ["torch==2.9.1+cu128", "torchvision==0.24.1+cu128", "torchaudio==2.9.1+cu128", "triton==3.5.1", "numpy<3"]
-    rocm = make_plan(load_bundle(project), Target("rocm", "6.4", "2.9.1", HOST_PYTHON))
+    rocm = make_spec(load_bundle(project), Target("rocm", "6.4", "2.9.1", HOST_PYTHON))
     assert "torchaudio==2.9.1+rocm6.4" in rocm.compiled_input and "triton" in rocm.compiled_input  # triton is CUDA's
 
 
 def test_a_companion_specifier_that_excludes_the_pair_is_refused(tmp_path):
     project = make_project(tmp_path / "p", "torch\ntorchvision<0.20\n")
     with pytest.raises(LockError, match="excludes torchvision 0.24.1"):
-        make_plan(load_bundle(project), Target("cpu", "", "2.9.1", HOST_PYTHON))
+        make_spec(load_bundle(project), Target("cpu", "", "2.9.1", HOST_PYTHON))
 
 
 def test_host_options_in_requirements_in_are_refused(tmp_path):
     project = make_project(tmp_path / "p", "--find-links /opt/wheels\ntorch\n")
     with pytest.raises(ProjectFileError, match="--find-links"):
-        make_plan(load_bundle(project), Target("cpu", "", "2.9.1", HOST_PYTHON))
+        make_spec(load_bundle(project), Target("cpu", "", "2.9.1", HOST_PYTHON))
 
 
 @pytest.mark.parametrize(
@@ -121,8 +124,8 @@ def test_impossible_targets_are_refused_before_anything_is_written(tmp_path, fla
 
 
 def test_torch_minor_means_its_latest_patch_and_base_image_follows_python(tmp_path):
-    from bundler.compat import load_table
-    from bundler.lock import requested_target
+    from bundler.target.table_file import load_table
+    from bundler.lock.request import requested_target
 
     bundle = load_bundle(make_project(tmp_path / "p"))
     target = requested_target(bundle, load_table(), torch="2.7", python="3.12", cuda="cu128")
@@ -154,7 +157,7 @@ def test_lock_for_cuda_rocm_and_cpu_targets(tmp_path, indexed, flag, label, must
     # the lock names the public index, never the local one it was resolved against
     assert f"--index-url https://download.pytorch.org/whl/{label}\n" in text
     assert "file://" not in text and str(indexed.root) not in text and "/opt/wheels" not in text
-    assert lock_state(load_bundle(project)).status == "fresh"
+    assert bundle_lock(load_bundle(project)).state.status == "fresh"
     bundle_text = (project / "bundle.toml").read_text()
     assert "# my comment stays" in bundle_text and f'backend = "{flag[0][2:]}"' in bundle_text
 
@@ -167,10 +170,10 @@ def test_warm_relock_reuses_the_lock_and_a_change_makes_it_stale(tmp_path, index
     again = run_lock(load_bundle(project))
     assert again.action == "unchanged" and again.resolution is None and lock.read_bytes() == first
     (project / "requirements.in").write_text("torch==2.9.1\ntorchvision\nnumpy\njinja2\n")
-    state = lock_state(load_bundle(project))
+    state = bundle_lock(load_bundle(project)).state
     assert state.status == "stale" and "requirements.in changed" in state.detail
     assert run_lock(load_bundle(project)).action == "written"
-    assert lock_state(load_bundle(project)).status == "fresh"
+    assert bundle_lock(load_bundle(project)).state.status == "fresh"
 
 
 def test_target_change_in_bundle_toml_makes_the_lock_stale(tmp_path, indexed):
@@ -178,7 +181,7 @@ def test_target_change_in_bundle_toml_makes_the_lock_stale(tmp_path, indexed):
     run_lock(load_bundle(project), cuda="12.8")
     bundle_file = project / "bundle.toml"
     bundle_file.write_text(bundle_file.read_text().replace('accelerator = "12.8"', 'accelerator = "13.0"'))
-    state = lock_state(load_bundle(project))
+    state = bundle_lock(load_bundle(project)).state
     assert state.status == "stale" and "accelerator '12.8' -> '13.0'" in state.detail
 
 
@@ -188,18 +191,18 @@ def test_hand_edited_lock_is_tampered_and_lock_refuses_to_touch_it(tmp_path, ind
     lock = project / "requirements-rebuild.txt"
     edited = lock.read_text().replace("numpy==2.1.0", "numpy==1.26.4")
     lock.write_text(edited)
-    state = lock_state(load_bundle(project))
+    state = bundle_lock(load_bundle(project)).state
     assert state.status == "tampered" and "edited" in state.detail
     result = run_cli("lock", str(project), env={"BUNDLER_INDEX_MAP": indexed.index_map()})
     assert result.returncode == 6 and "edited" in result.stderr
     assert lock.read_text() == edited
     regenerated = run_lock(load_bundle(project), upgrade=True)
     assert regenerated.backup.read_text() == edited
-    assert lock_state(load_bundle(project)).status == "fresh"
+    assert bundle_lock(load_bundle(project)).state.status == "fresh"
 
 
 def test_missing_lock_state(tmp_path):
-    assert lock_state(load_bundle(make_project(tmp_path / "p"))).status == "missing"
+    assert bundle_lock(load_bundle(make_project(tmp_path / "p"))).state.status == "missing"
 
 
 def test_conflicting_pins_are_summarised_in_two_lines_and_the_old_lock_stays(tmp_path, indexed):
@@ -271,7 +274,7 @@ def test_lint_accepts_a_good_lock():
         (lambda t: t.replace("nvidia-cublas-cu12", "cublas"), "no nvidia-*"),
         (lambda t: t + "--find-links /opt/wheels\n", "host-specific"),
         (lambda t: t + "--extra-index-url file:///opt/pypi/simple\n", "local file URL"),
-        (lambda t: t + "mypkg @ /home/me/mypkg\n", "home folder"),
+        (lambda t: t + "mypkg @ /home/me/mypkg\n", "machine-specific path"),
     ],
 )
 def test_lint_catches_each_problem(edit, problem):
@@ -299,12 +302,12 @@ def test_verification_helper_installs_checks_and_compares_the_build(tmp_path, in
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
     local_lock = tmp_path / "lock-local.txt"
     local_lock.write_text("\n".join(l for l in lock.read_text().splitlines() if not l.startswith("--")) + "\n")
-    result = verify_lock(local_lock, Target("cuda", "12.8", "2.9.1", HOST_PYTHON), python, pip_args, env=env)
+    result = run_install_check(local_lock, Target("cuda", "12.8", "2.9.1", HOST_PYTHON), python, pip_args, env=env)
     assert result.ok, result.output
     assert result.torch == {"version": "2.9.1+cu128", "cuda": "12.8", "hip": None}
-    wrong = verify_lock(local_lock, Target("cuda", "13.0", "2.9.1", HOST_PYTHON), python, pip_args, env=env)
+    wrong = run_install_check(local_lock, Target("cuda", "13.0", "2.9.1", HOST_PYTHON), python, pip_args, env=env)
     assert not wrong.ok and wrong.step == "import torch" and "CUDA 13.0" in wrong.output
-    command = verify_lock_command("/app/requirements-rebuild.txt", Target("rocm", "6.4", "2.9.1", "3.11"))
+    command = install_check_command("/app/requirements-rebuild.txt", Target("rocm", "6.4", "2.9.1", "3.11"))
     assert command.startswith("python -m pip install --require-hashes --no-deps -r /app/requirements-rebuild.txt && python -m pip check && ")
 
 
@@ -321,6 +324,6 @@ def test_a_tampered_hash_fails_the_hashed_install(tmp_path, indexed):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
-    result = verify_lock(tmp_path / "bad.txt", Target("cpu", "", "2.9.1", HOST_PYTHON), str(env_dir / "bin" / "python"),
+    result = run_install_check(tmp_path / "bad.txt", Target("cpu", "", "2.9.1", HOST_PYTHON), str(env_dir / "bin" / "python"),
                          ("--index-url", f"{indexed.torch_root_url}/cpu", "--extra-index-url", indexed.pypi_url), env=env)
     assert not result.ok and result.step == "install" and "HASHES" in result.output.upper()

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from bundler.bundle import load_bundle
-from bundler.lock import run_lock
-from bundler.lockfile import lock_state, parse_pins, split_lock
+from bundler.target.bundle import load_bundle
+from bundler.lock.run import run_lock
+from bundler.lock.lockfile import bundle_lock, parse_pins, split_lock
 from tests.test_lock import make_project  # noqa: F401  (shared fixture project)
 from tests.test_lock import fake_index, indexed  # noqa: F401  (pytest fixtures)
 
@@ -29,7 +29,7 @@ def test_python_313_target_resolves_in_the_trixie_image(tmp_path, indexed, debia
     assert "setuptools" in pins and "nvidia-cuda-runtime-cu12" in pins
     assert "file://" not in text and str(indexed.root) not in text
     assert "# target: torch 2.9.1 for cuda 12.8 on Python 3.13 (linux_x86_64)" in text
-    assert lock_state(load_bundle(project)).status == "fresh"
+    assert bundle_lock(load_bundle(project)).state.status == "fresh"
     # warm: nothing changed -> no container, no resolution
     assert run_lock(load_bundle(project)).action == "unchanged"
     # a real re-resolution reuses the cached pip-tools venv in the cache volume

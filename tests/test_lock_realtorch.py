@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bundler.bundle import Target, load_bundle
-from bundler.lock import run_lock
-from bundler.lockfile import parse_pins, split_lock, verify_lock
+from bundler.target.bundle import Target, load_bundle
+from bundler.lock.run import run_lock
+from bundler.lock.installcheck import run_install_check
+from bundler.lock.lockfile import parse_pins, split_lock
 from tests.fakeindex import real_torch_index
 from tests.test_lock import make_project
 
@@ -43,7 +44,7 @@ def test_real_cpu_torch_locks_installs_with_hashes_and_imports(tmp_path, monkeyp
     venv.EnvBuilder(with_pip=True).create(env_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
     # install exactly the lock, with hashes: torch from the local copy of the cpu index, the rest from PyPI
-    verified = verify_lock(lock, Target("cpu", "", "2.13.0", "3.11"), str(env_dir / "bin" / "python"),
+    verified = run_install_check(lock, Target("cpu", "", "2.13.0", "3.11"), str(env_dir / "bin" / "python"),
                            ("--index-url", "https://pypi.org/simple", "--find-links", str(WHEEL.parent)), env=env)
     assert verified.ok, verified.output
     assert verified.torch["version"] == "2.13.0+cpu" and verified.torch["cuda"] is None

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from bundler import __version__, scaffold
-from bundler.bundle import load_bundle
+from bundler.target.bundle import load_bundle
 from bundler.errors import ExistsError, UsageError
 from tests.conftest import run_cli, scaffold_project
 

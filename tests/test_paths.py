@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bundler import paths
+from bundler.portability import scan as paths
 
 NOTEBOOK = {
     "cells": [

@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bundler import pathfix, paths
+from bundler.portability import fix as pathfix
+from bundler.portability.classify import read_env_local
+from bundler.portability.rewrite import PACKAGE_IMPORT
+from bundler.portability.support import helper_source
 from tests.test_paths import LAPTOP_REPO, build_tree, run_cli
 
 
@@ -36,7 +39,7 @@ def test_dry_run_changes_nothing(laptop_repo):
     before = tree_digest(laptop_repo)
     completed = run_cli("paths", str(laptop_repo))
     assert completed.returncode == 1
-    assert "Run `bundler paths --fix`" in completed.stderr
+    assert "`bundler paths --fix` rewrites them" in completed.stderr
     assert tree_digest(laptop_repo) == before
 
 
@@ -45,7 +48,7 @@ def test_fix_rewrites_python_exactly(laptop_repo):
     assert completed.returncode == 0, completed.stderr
     assert (laptop_repo / "src/app/train.py").read_text() == (
         '"""Train the classifier."""\n'
-        + pathfix.PACKAGE_IMPORT
+        + PACKAGE_IMPORT
         + "import os\n"
         "from pathlib import Path\n"
         "\n"
@@ -61,7 +64,7 @@ def test_fix_rewrites_python_exactly(laptop_repo):
         'WSL = param_path("CORPUS_ROOT")\n'
         "MASK = ~0x0F / 2\n"
     )
-    assert (laptop_repo / "src/app/_bundle_paths.py").read_text() == pathfix.helper_source(2)
+    assert (laptop_repo / "src/app/_bundle_paths.py").read_text() == helper_source(2)
 
 
 def test_fix_rewrites_configs_and_scripts_exactly(laptop_repo):
@@ -84,20 +87,20 @@ def test_fix_rewrites_a_notebook_and_keeps_it_valid(laptop_repo):
     notebook = json.loads((laptop_repo / "notebooks/explore.ipynb").read_text())
     cell = notebook["cells"][0]
     assert cell["source"] == [
-        pathfix.NOTEBOOK_IMPORT,
+        NOTEBOOK_IMPORT,
         "import pandas as pd\n",
         'df = pd.read_csv(param_path("DATASETS_ROOT", "train.csv"))\n',
     ]
     assert cell["outputs"][0]["text"] == ["saved to ${DATASETS_ROOT}/clean.csv\n"]  # scrubbed
     assert notebook["metadata"]["papermill"]["input_path"] == "notebooks/explore.ipynb"  # project-relative
-    assert (laptop_repo / "notebooks/_bundle_paths.py").read_text() == pathfix.helper_source(1)
+    assert (laptop_repo / "notebooks/_bundle_paths.py").read_text() == helper_source(1)
 
 
 def test_nothing_is_lost(laptop_repo):
     originals = {name: (laptop_repo / name).read_bytes() for name in LAPTOP_REPO}
     report = json.loads(run_cli("paths", str(laptop_repo), "--fix", "--json").stdout)
     fix = report["fix"]
-    assert paths.read_env_local(laptop_repo / ".env.local") == {
+    assert read_env_local(laptop_repo / ".env.local") == {
         "CHECKPOINTS_ROOT": "~/checkpoints",
         "CORPUS_ROOT": "/mnt/c/Users/bob/corpus",
         "DATASETS_ROOT": "/home/alice/datasets",
@@ -155,7 +158,7 @@ def test_fstrings_and_partial_strings_and_comments(tmp_path):
     )
     pathfix.fix(root)
     assert (root / "a.py").read_text() == (
-        pathfix.PACKAGE_IMPORT + "import sys\n"
+        PACKAGE_IMPORT + "import sys\n"
         "SPLIT = f\"{param_path('DATA_ROOT', '/')}{sys.argv[1]}.csv\"\n"
         "FLAG = f\"--out={param_path('RUNS_ROOT', '1')} --x {{y}}\"\n"
         "# was ${DATA_ROOT} before\n"

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from bundler.plan import load_plan, schedule
+from bundler.evidence.campaign import load_campaign, schedule
 from tests.conftest import run_cli
 from tests.runs_support import change_corpus, new_project, pilot, set_config
 
@@ -100,13 +100,13 @@ def test_missing_plan(project):
 def test_steps_on_the_same_lot_add_up_and_other_lots_run_beside(project):
     _edit(project / "plan.toml", "lots = 1", "lots = 2")
     _edit(project / "plan.toml", 'name = "variant B"\nhours = 12', 'name = "variant B"\nhours = 12\nlot = 2')
-    sched = schedule(load_plan(project))
+    sched = schedule(load_campaign(project))
     assert sched.busy_by_lot == {1: Decimal(36), 2: Decimal(12)}
     assert sched.slack == Decimal(36)
 
 
 def test_money_is_exact():
-    from bundler.plan import money
+    from bundler.evidence.campaign import money
 
     assert Decimal("47.14") / 2 == Decimal("23.57")
     assert money(Decimal("110") / 3) == "36.67"

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from bundler.verify import read_checksums, verify_run
+from bundler.evidence.verify import read_checksums, verify_run
 from tests.conftest import run_cli
 from tests.runs_support import new_project, pilot, set_config, snapshot
 

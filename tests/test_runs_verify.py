@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from bundler.errors import UsageError
-from bundler.verify import verify_run
+from bundler.evidence.verify import verify_run
 from tests.conftest import run_cli
 from tests.runs_support import new_project, pilot, set_config, snapshot
 
@@ -109,7 +109,7 @@ def test_empty_summary(run):
 def test_path_into_a_temporary_or_home_folder(run):
     lines = (run / "rejections.jsonl").read_text()
     (run / "rejections.jsonl").write_text(lines.replace("not UTF-8", "not UTF-8 (see /home/alice/scratch/doc-12.txt)"))
-    assert "rejections.jsonl:1 '/home/alice'" in _failed(verify_run(run, reload=False))["no_machine_paths"]
+    assert "rejections.jsonl:1 '/home/alice/scratch/doc-12.txt'" in _failed(verify_run(run, reload=False))["no_machine_paths"]
 
 
 def test_tampered_config_no_longer_matches_its_hash(run):
@@ -142,7 +142,7 @@ def test_changed_stored_prediction_is_not_reproduced(run):
 def test_without_torch_the_reload_check_fails_with_a_hint(run, monkeypatch):
     import importlib.util
 
-    from bundler import verify
+    from bundler.evidence import verify
 
     real = importlib.util.find_spec
     monkeypatch.setattr(verify.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))

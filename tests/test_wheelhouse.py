@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bundler.bundle import load_bundle
+from bundler.target.bundle import load_bundle
 from bundler.errors import BuildError
-from bundler.lock import run_lock
-from bundler.wheelhouse import cache_root, gather, platform_tags
+from bundler.lock.run import run_lock
+from bundler.image.wheelhouse import cache_root, gather, platform_tags
+from bundler.lock.lockfile import fresh_lock
 from tests.test_lock import fake_index, make_project  # noqa: F401  (fixture)
 
 
@@ -21,23 +22,23 @@ def locked_rocm(tmp_path, fake_index, monkeypatch):  # noqa: F811
 
 
 def test_gather_downloads_the_targets_wheels_once_into_the_shared_cache(locked_rocm, monkeypatch):
-    wheels = gather(locked_rocm.lock_path, locked_rocm.target)
+    wheels = gather(fresh_lock(locked_rocm), locked_rocm.target)
     names = sorted(wheel.filename for wheel in wheels)
     assert "torch-2.9.1+rocm6.4-cp311-cp311-linux_x86_64.whl" in names
     assert any(name.startswith("pytorch_triton_rocm-") for name in names)
     assert all(wheel.path.is_relative_to(cache_root()) and wheel.sha256 in wheel.path.parent.name for wheel in wheels)
     # second time: everything comes from the cache, so a dead index does not matter
     monkeypatch.setenv("BUNDLER_INDEX_MAP", "https://download.pytorch.org/whl=file:///nonexistent https://pypi.org/simple=file:///nonexistent")
-    again = gather(locked_rocm.lock_path, locked_rocm.target)
+    again = gather(fresh_lock(locked_rocm), locked_rocm.target)
     assert [w.path for w in again] == [w.path for w in wheels]
 
 
 def test_a_tampered_cached_wheel_stops_the_build_naming_the_file(locked_rocm):
-    wheels = gather(locked_rocm.lock_path, locked_rocm.target)
+    wheels = gather(fresh_lock(locked_rocm), locked_rocm.target)
     victim = next(w for w in wheels if w.pin.name == "torch")
     victim.path.write_bytes(victim.path.read_bytes() + b"tampered")
     with pytest.raises(BuildError) as caught:
-        gather(locked_rocm.lock_path, locked_rocm.target)
+        gather(fresh_lock(locked_rocm), locked_rocm.target)
     assert str(victim.path) in caught.value.message
     assert caught.value.path == victim.path
 

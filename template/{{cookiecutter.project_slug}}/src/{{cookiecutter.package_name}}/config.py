@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from .errors import ConfigError
 
-REQUIRED = ("categories", "data_dir", "manifest", "runs_dir", "expected_documents")
+REQUIRED = ("categories", "data_dir", "manifest", "runs_dir", "expected_documents", "expected_rejections")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class PilotConfig:
 
     @property
     def expected_rejections(self) -> int:
-        return int(self.raw.get("expected_rejections", 0))
+        return int(self.raw["expected_rejections"])
 
     def section(self, name: str) -> dict:
         return dict(self.raw.get(name, {}))

@@ -1,0 +1,56 @@
+"""`bundler lock`: a hashed, labelled lock for the exact CUDA, ROCm or CPU Target."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from bundler.cli.options import JsonFlag, ProjectArg, handles_errors
+from bundler.cli.output import Output
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("lock", help="Resolve requirements.in for the Target (bundle.toml) into a hashed lock with labelled torch pins.")
+    @handles_errors
+    def lock_command(
+        project: ProjectArg = None,
+        cuda: Annotated[Optional[str], typer.Option("--cuda", metavar="VER", help="Target the CUDA build, e.g. 12.8 (index cu128).")] = None,
+        rocm: Annotated[Optional[str], typer.Option("--rocm", metavar="VER", help="Target the ROCm build, e.g. 6.4 (index rocm6.4).")] = None,
+        cpu: Annotated[bool, typer.Option("--cpu", help="Target the CPU build.")] = False,
+        torch: Annotated[Optional[str], typer.Option("--torch", metavar="VER", help="torch release, e.g. 2.9.1 (2.9 = its latest patch).")] = None,
+        python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="Python minor version of the Target.")] = None,
+        upgrade: Annotated[bool, typer.Option("--upgrade", help="Resolve again from scratch, ignoring the pins of the current lock.")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (index URL, labelled pins, base image); resolve and write nothing.")] = False,
+        json_output: JsonFlag = False,
+    ) -> None:
+        from bundler.lock.run import run_lock
+        from bundler.target.bundle import load_bundle
+
+        out = Output(json_output)
+        bundle = load_bundle(project)
+        result = run_lock(bundle, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, upgrade=upgrade, dry_run=dry_run, say=out.say)
+        _report(out, result)
+        out.result(result.as_dict())
+
+
+def _report(out: Output, result) -> None:
+    spec = result.spec
+    data = spec.as_dict()
+    if result.action == "planned":
+        out.say(f"Plan for {spec.target.describe()} (nothing resolved or written):")
+    out.say(f"  build       {spec.build.tag}")
+    out.say(f"  index       {spec.index_url}  (+ {', '.join(spec.extra_index_urls)})")
+    out.say(f"  pins        {'  '.join(data['pins'])}")
+    out.say(f"  base image  {spec.base_image}  (devel: {spec.base_images['devel']})")
+    if data["driver"]:
+        out.say(f"  driver      >= {data['driver']['minor_compat']} (minor-version compatibility), >= {data['driver']['toolkit']} for the full toolkit / PTX JIT")
+    if data["arch"]:
+        out.say(f"  arch        {' '.join(data['arch'])}")
+    out.say(f"  resolve in  {data['resolve_in']}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
+    for note in spec.notes:
+        out.say(f"  note        {note}")
+    if result.action == "written":
+        out.say(f"Wrote {result.lock_path} ({result.resolution.where}, {result.resolution.seconds:.1f} s)" + ("; bundle.toml [target] updated." if result.target_updated else "."))
+        if result.backup:
+            out.say(f"The hand-edited lock was kept as {result.backup}.")

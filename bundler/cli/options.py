@@ -1,0 +1,69 @@
+"""What every command shares: the --json flag, the PROJECT argument, and failure.
+
+``handles_errors`` is the one place where a failure becomes output: one paragraph on
+stderr ("Error: … Hint: …"), with --json the one JSON document on stdout (the error
+and what the command found before it failed), and the error kind's exit code. An
+OSError that escapes a command (a read-only folder, a full disk, a name too long) is
+mapped here to a filesystem error naming the path, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import Annotated, Callable, Optional
+
+import typer
+
+from bundler.cli.output import write_document
+from bundler.errors import BundlerError, ExternalError, from_os_error
+
+JsonFlag = Annotated[
+    bool,
+    typer.Option("--json", help="Print a machine-readable result on stdout; human text goes to stderr."),
+]
+ProjectArg = Annotated[
+    Optional[Path],
+    typer.Argument(help="Project folder holding bundle.toml (default: the current folder).", show_default=False),
+]
+INTERRUPTED = 130
+
+
+def fail(error: BundlerError, json_mode: bool) -> typer.Exit:
+    """Say ``error`` once (stderr paragraph; the JSON document with --json); the exit to raise."""
+    if json_mode:
+        write_document({**(error.result or {}), "ok": False, "error": error.as_dict()})
+    typer.echo(error.paragraph(), err=True)
+    return typer.Exit(error.exit_code)
+
+
+def handles_errors(command: Callable) -> Callable:
+    """Wrap a command so that every expected failure is one paragraph and an exit code.
+
+    The wrapped command must name its --json parameter ``json_output``, and on failure
+    raise (with ``result=`` what it found) instead of printing its result itself.
+    """
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        json_mode = bool(kwargs.get("json_output"))
+        try:
+            return command(*args, **kwargs)
+        except BundlerError as error:
+            raise fail(error, json_mode) from None
+        except OSError as error:
+            raise fail(_os_failure(error), json_mode) from None
+        except KeyboardInterrupt:
+            print("Interrupted; what was being written was left as it was before (writes are atomic).", file=sys.stderr)
+            raise typer.Exit(INTERRUPTED) from None
+
+    return wrapper
+
+
+def _os_failure(error: OSError) -> BundlerError:
+    from requests.exceptions import RequestException  # requests' errors are OSErrors too
+
+    if isinstance(error, RequestException):
+        return ExternalError(f"a network call failed: {error}.", hint="Check the network, the proxy and the address, then try again.")
+    return from_os_error(error)

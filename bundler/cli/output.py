@@ -1,0 +1,48 @@
+"""How a command speaks: human text on stderr, one JSON document on stdout with --json."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def write_document(data: dict) -> None:
+    """The one JSON document of a command (stdout); only ever written once per command."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    sys.stdout.flush()
+
+
+class Output:
+    """Collects what a command says; with ``json_mode`` the human text stays off stdout."""
+
+    def __init__(self, json_mode: bool = False) -> None:
+        self.json_mode = json_mode
+        self._console = None
+
+    @property
+    def console(self):
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=True, highlight=False, soft_wrap=True)
+        return self._console
+
+    def say(self, text: str = "", *, style: str | None = None) -> None:
+        """A line for people (stderr, so stdout stays clean for --json)."""
+        self.console.print(text, style=style, markup=False)
+
+    def table(self, title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
+        from rich.table import Table
+
+        table = Table(title=title, show_lines=False)
+        for column in columns:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*(str(cell) for cell in row))
+        self.console.print(table)
+
+    def result(self, data: dict) -> None:
+        """The machine-readable result of a command that succeeded (stdout, only with --json)."""
+        if self.json_mode:
+            write_document(data)

@@ -1,0 +1,96 @@
+"""`bundler paths [PROJECT] [--fix]`: find (and rewrite) machine-specific paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from bundler.cli.options import JsonFlag, handles_errors
+from bundler.cli.output import Output
+from bundler.errors import FindingsError, UsageError
+
+PathsProjectArg = Annotated[
+    Optional[Path],
+    typer.Argument(help="Folder to scan (any folder; default: the current one).", show_default=False),
+]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("paths")
+    @handles_errors
+    def paths_command(
+        project: PathsProjectArg = None,
+        fix: Annotated[bool, typer.Option("--fix", help="Apply the replacements (default: only report them).")] = False,
+        json_output: JsonFlag = False,
+    ) -> None:
+        """Find home-directory, user and temp paths; exit 1 while any remain outside the docs."""
+        from bundler.portability import fix as pathfix
+        from bundler.portability import scan as paths
+
+        root = Path(project) if project is not None else Path.cwd()
+        if not root.is_dir():
+            raise UsageError(f"{root} is not a folder.", hint="Pass the project folder to scan.", path=root, value=str(root))
+        out = Output(json_output)
+        scanned = paths.scan(root)
+        fixed = None
+        if fix and scanned.failing:
+            fixed = pathfix.fix(root, scan_result=scanned)
+            scanned = paths.scan(root)
+        _report(out, scanned, fixed, fix)
+        if scanned.failing:
+            files = len({f.file for f in scanned.failing})
+            raise FindingsError(
+                f"{len(scanned.failing)} machine-specific path(s) remain in {files} file(s) under {scanned.root}.",
+                hint="Each is listed above with its replacement; `bundler paths --fix` rewrites them (backups under .bundler/backups/)."
+                if not fix else "The ones left could not be rewritten safely (listed above with the reason): change them by hand.",
+                path=scanned.root,
+                result=_as_json(scanned, fixed),
+            )
+        out.result(_as_json(scanned, fixed))
+
+
+def _report(out: Output, scanned, fixed, fix: bool) -> None:
+    if fixed is not None:
+        for change in fixed.changes:
+            detail = f"{change.fixed} fixed" if change.status == "fixed" else change.reason
+            out.say(f"{change.status:9} {change.file}: {detail}")
+            for item in change.manual:
+                out.say(f"          line {item['line']}: {item['text']} left as is ({item['why']})")
+        if fixed.backup_dir:
+            out.say(f"Backups of the changed files: {fixed.backup_dir}/ (remove it when satisfied).")
+        if fixed.parameters:
+            out.say("Original values kept in .env.local: " + ", ".join(f"{k}={v}" for k, v in sorted(fixed.parameters.items())))
+    failing = scanned.failing
+    docs = [f for f in scanned.findings if f.category == "docs"]
+    for finding in failing:
+        out.say(f"{finding.file}:{finding.line}:{finding.column}: {finding.kind}: {finding.text} -> {finding.replacement}")
+    if docs:
+        out.say(f"Documentation ({len(docs)}, never fails):")
+        for finding in docs:
+            out.say(f"  {finding.file}:{finding.line}:{finding.column}: {finding.text}")
+    if scanned.skipped:
+        out.say(f"Skipped ({len(scanned.skipped)}):")
+        for item in scanned.skipped:
+            out.say(f"  {item.file}: {item.reason}")
+    if not failing:
+        out.say(f"No machine-specific paths ({scanned.files_scanned} files scanned).")
+
+
+def _as_json(scanned, fixed) -> dict:
+    return {
+        "ok": not scanned.failing,
+        "root": str(scanned.root),
+        "files_scanned": scanned.files_scanned,
+        "findings": [f.as_dict() for f in scanned.findings],
+        "skipped": [s.as_dict() for s in scanned.skipped],
+        "fix": None
+        if fixed is None
+        else {
+            "changes": [c.as_dict() for c in fixed.changes],
+            "parameters": fixed.parameters,
+            "written": fixed.written,
+            "backup_dir": fixed.backup_dir,
+        },
+    }

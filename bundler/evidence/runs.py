@@ -1,0 +1,210 @@
+"""The runs of a project: export a run's evidence, summarize all runs, record decisions.
+
+Checks of a single run live in bundler/verify.py. A decision is appended to
+runs/<id>/decisions.jsonl (one JSON line each, never rewritten): the last line is the
+current decision, the earlier ones its history. plan.toml is never touched.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
+from bundler.evidence.verify import CHECKSUMS, Verification, compare_checksums, file_hashes, verify_run
+from bundler.fsutil import atomic_write_text, read_json, staged_directory
+
+DECISIONS = ("launch", "fix-env", "revise-config")
+DECISIONS_FILE = "decisions.jsonl"
+
+
+# -- export ---------------------------------------------------------------------------
+@dataclass
+class Export:
+    source: Path
+    dest: Path
+    files: int
+    checksums: Path
+    verification: Verification
+
+    def as_dict(self) -> dict:
+        return {
+            "source": str(self.source),
+            "dest": str(self.dest),
+            "files": self.files,
+            "checksums": str(self.checksums),
+            "copy_matches_checksums": True,
+            "accepted": self.verification.accepted,
+            "verify": self.verification.as_dict(),
+            "pull_commands": pull_commands(self.source.name, self.dest),
+        }
+
+
+def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | None = None) -> Export:
+    """SHA-256 of every file into RUN_DIR/SHA256SUMS, copy to DEST, check the copy, verify it."""
+    run_dir, dest = Path(run_dir), Path(dest)
+    if not run_dir.is_dir():
+        raise UsageError(f"run folder {run_dir} does not exist.", hint="Pass a folder under runs/, e.g. runs/pilot-001.", path=run_dir)
+    if dest.exists() or dest.is_symlink():
+        raise ExistsError(f"export destination {dest} already exists; an export never overwrites.", hint="Choose a new folder, e.g. add the date to its name.", path=dest)
+    if dest.resolve().is_relative_to(run_dir.resolve()):
+        raise UsageError(f"export destination {dest} is inside the run folder {run_dir}.", hint="Export to a folder outside the run.", path=dest)
+    hashes = file_hashes(run_dir)
+    checksums = run_dir / CHECKSUMS
+    atomic_write_text(checksums, "".join(f"{digest}  {name}\n" for name, digest in hashes.items()))
+    with staged_directory(dest) as staging:
+        shutil.copytree(run_dir, staging, dirs_exist_ok=True)
+        problems, unlisted = compare_checksums(staging)
+        if problems or unlisted:
+            raise FindingsError(
+                f"the copy in {dest} does not match {checksums}: {'; '.join(problems + [f'{n} not listed' for n in unlisted])}.",
+                hint="Nothing was kept at the destination; check the disk, then export again.",
+                path=dest,
+            )
+    verification = verify_run(dest, reload=reload, python=python)
+    return Export(run_dir, dest, len(hashes), checksums, verification)
+
+
+def pull_commands(run_id: str, dest: Path) -> dict:
+    """How to get a run from a rented box when bundler runs on the workstation."""
+    box = "USER@BOX:PROJECT"
+    return {
+        "checksums_on_box": f"cd PROJECT/runs/{run_id} && find . -type f ! -name {CHECKSUMS} -print0 | sort -z | xargs -0 sha256sum > {CHECKSUMS}",
+        "rsync": f"rsync -av --partial {box}/runs/{run_id}/ {dest}/",
+        "scp": f"scp -rp {box}/runs/{run_id} {dest}",
+        "check_copy": f"(cd {dest} && sha256sum -c --quiet {CHECKSUMS}) && bundler runs verify {dest}",
+    }
+
+
+# -- the runs of a project --------------------------------------------------------------
+def runs_dir(project: Path) -> Path:
+    """The project's runs folder, as config/pilot.json names it (default runs/)."""
+    project = Path(project)
+    if not project.is_dir():
+        raise UsageError(f"project folder {project} does not exist.", hint="Pass the project folder (it holds config/ and runs/).", path=project)
+    config = project / "config" / "pilot.json"
+    name = "runs"
+    if config.is_file():
+        document = read_json(config, hint="Fix its syntax; it names the runs folder (runs_dir).")
+        name = document.get("runs_dir", "runs") if isinstance(document, dict) else "runs"
+    return project / name
+
+
+@dataclass
+class RunRow:
+    run_id: str
+    config_sha256: str
+    status: str
+    accepted: int | None
+    rejected: int | None
+    seconds: float | None
+    input_sha256: str | None
+    decision: dict | None
+    reasons: list[str]
+
+    def as_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def run_status(run_dir: Path) -> tuple[str, list[str]]:
+    """accepted / stopped / incomplete / failed, with the reasons (checkpoint reload not run)."""
+    summary = _read_json(run_dir / "summary.json")
+    if not summary:
+        manifest = _read_json(run_dir / "manifest.json")
+        return "incomplete", [f"status {manifest.get('status', 'unknown')!r}, no summary.json: interrupted (resume with --resume {run_dir.name})"]
+    if summary.get("stopped"):
+        stopped = summary["stopped"]
+        return "stopped", [f"stop rule {stopped.get('rule')}: {stopped.get('reason')}"]
+    verification = verify_run(run_dir, reload=False)
+    if verification.accepted:
+        return "accepted", []
+    return "failed", [f"{check.name}: {check.detail}" for check in verification.problems]
+
+
+def collect_runs(project: Path) -> list[RunRow]:
+    folder = runs_dir(project)
+    if not folder.is_dir():
+        return []
+    rows = []
+    for run_dir in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "manifest.json").is_file()):
+        manifest, summary = _read_json(run_dir / "manifest.json"), _read_json(run_dir / "summary.json")
+        status, reasons = run_status(run_dir)
+        decisions = read_decisions(run_dir)
+        rows.append(
+            RunRow(
+                run_id=run_dir.name,
+                config_sha256=str(manifest.get("config_sha256", "")),
+                status=status,
+                accepted=summary.get("accepted"),
+                rejected=summary.get("rejected"),
+                seconds=summary.get("seconds"),
+                input_sha256=manifest.get("input_manifest_sha256"),
+                decision=decisions[-1] if decisions else None,
+                reasons=reasons,
+            )
+        )
+    return rows
+
+
+# -- decisions ----------------------------------------------------------------------------
+def record_decision(project: Path, run_id: str, decision: str, why: str) -> dict:
+    if decision not in DECISIONS:
+        raise UsageError(f"unknown decision {decision!r}.", hint=f"Use one of: {', '.join(DECISIONS)}.", value=decision)
+    if not why or not why.strip():
+        raise UsageError("a decision needs its rationale.", hint='Add --why "what you saw and why this decision".')
+    run_dir = runs_dir(project) / run_id
+    if not (run_dir / "manifest.json").is_file():
+        raise UsageError(f"no run {run_id} in {run_dir.parent}.", hint="`bundler runs summary` lists the runs of the project.", value=run_id)
+    status, reasons = run_status(run_dir)
+    from datetime import datetime, timezone
+
+    entry = {
+        "run_id": run_id,
+        "decision": decision,
+        "why": why.strip(),
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "by": _user(),
+        "run_status": status,
+        "run_reasons": reasons,
+    }
+    line = (json.dumps(entry, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(run_dir / DECISIONS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)  # one whole line per write: the history is only ever appended
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return entry
+
+
+def read_decisions(run_dir: Path) -> list[dict]:
+    path = run_dir / DECISIONS_FILE
+    if not path.is_file():
+        return []
+    decisions = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            decisions.append(json.loads(line))
+        except ValueError:
+            continue
+    return decisions
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _read_json(path: Path) -> dict:
+    """The object in ``path``; {} when it is missing or unreadable (the run's status then says so)."""
+    try:
+        data = read_json(path, hint="")
+    except ProjectFileError:
+        return {}
+    return data if isinstance(data, dict) else {}

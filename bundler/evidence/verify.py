@@ -1,0 +1,396 @@
+"""`bundler runs verify RUN_DIR`: prove that a run folder is an accepted delivery.
+
+Every check runs and every problem is listed (not only the first); nothing in the run
+folder is modified. The run layout is the one the generated project's pilot writes:
+manifest.json, inputs.json (the input manifest it ran on), predictions.jsonl,
+rejections.jsonl, summary.json, checkpoint.pt, reload-sample.json, model.py and reload.py (the model
+definition and reload script, so the checkpoint reloads without the project).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundler.errors import ProjectFileError, UsageError
+from bundler.fsutil import parse_json, read_json, sha256_file
+from bundler.machinepaths import machine_paths
+
+RUN_FILES = ("manifest.json", "inputs.json", "predictions.jsonl", "rejections.jsonl", "summary.json", "checkpoint.pt")
+OUTPUT_FILES = ("manifest.json", "summary.json", "predictions.jsonl", "rejections.jsonl", "decisions.jsonl")
+CHECKSUMS = "SHA256SUMS"
+MANIFEST_FIELDS = ("run_id", "config", "config_sha256", "input_manifest_sha256", "code_revision", "environment", "reload")
+ENVIRONMENT_FIELDS = ("python", "torch", "lock_sha256", "image_digest")
+LISTED = 5  # problems named per check before "and N more"
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+@dataclass
+class Verification:
+    run_dir: Path
+    checks: list[Check] = field(default_factory=list)
+    reload_seconds: float | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+    @property
+    def problems(self) -> list[Check]:
+        return [check for check in self.checks if not check.ok]
+
+    def as_dict(self) -> dict:
+        return {
+            "run_dir": str(self.run_dir),
+            "accepted": self.accepted,
+            "checks": [check.as_dict() for check in self.checks],
+            "reload_seconds": self.reload_seconds,
+        }
+
+
+@dataclass
+class JsonLines:
+    """A JSON Lines file read once: its records and what is wrong with it."""
+
+    records: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    exists: bool = False
+    empty: bool = False
+
+
+class RunData:
+    """Everything the checks read, loaded once (a 10,000-document run reads in milliseconds)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.manifest, self.manifest_problem = _read_json(run_dir / "manifest.json")
+        self.summary, self.summary_problem = _read_json(run_dir / "summary.json")
+        self.inputs, self.inputs_problem = _read_json(run_dir / "inputs.json")
+        self.predictions = _read_jsonl(run_dir / "predictions.jsonl")
+        self.rejections = _read_jsonl(run_dir / "rejections.jsonl")
+
+    @property
+    def input_ids(self) -> list[str] | None:
+        try:
+            return [str(entry["id"]) for entry in self.inputs["documents"]]
+        except (TypeError, KeyError):
+            return None
+
+    @property
+    def categories(self) -> list[str] | None:
+        try:
+            categories = self.manifest["config"]["categories"]
+            return list(categories) if isinstance(categories, list) else None
+        except (TypeError, KeyError):
+            return None
+
+
+def verify_run(run_dir: Path, *, reload: bool = True, python: str | None = None) -> Verification:
+    """Run every check on ``run_dir``; with ``reload`` the checkpoint reloads in a fresh process."""
+    run_dir = Path(run_dir)
+    if not run_dir.exists():
+        raise UsageError(f"run folder {run_dir} does not exist.", hint="Pass a folder under runs/, e.g. runs/pilot-001.", path=run_dir)
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir} is a file, not a run folder.", hint="Pass the folder runs/<id>/ itself.", path=run_dir)
+    result = Verification(run_dir)
+    present = [name for name in RUN_FILES if (run_dir / name).exists()]
+    if not present:
+        result.checks.append(Check("run_folder", False, f"{run_dir} holds none of {', '.join(RUN_FILES)}: it is not a run folder."))
+        return result
+    result.checks.append(Check("run_folder", True, f"{len(present)} of {len(RUN_FILES)} run files present"))
+    data = RunData(run_dir)
+    for check in (
+        check_manifest,
+        check_files_complete,
+        check_input_manifest,
+        check_each_input_once,
+        check_no_invented_ids,
+        check_counts,
+        check_categories,
+        check_rejection_reasons,
+        check_machine_paths,
+        check_run_status,
+        check_checksums,
+    ):
+        result.checks.append(check(data))
+    if reload:
+        started = time.perf_counter()
+        result.checks.append(check_checkpoint_reload(run_dir, python))
+        result.reload_seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+# -- the checks ---------------------------------------------------------------------
+def check_manifest(data: RunData) -> Check:
+    name = "manifest"
+    if data.manifest_problem:
+        return Check(name, False, data.manifest_problem)
+    manifest = data.manifest
+    if not isinstance(manifest, dict):
+        return Check(name, False, "manifest.json does not hold a JSON object")
+    problems = [f"lacks {key}" for key in MANIFEST_FIELDS if key not in manifest]
+    environment = manifest.get("environment")
+    if isinstance(environment, dict):
+        problems += [f"environment lacks {key}" for key in ENVIRONMENT_FIELDS if key not in environment]
+    if isinstance(manifest.get("config"), dict) and "config_sha256" in manifest:
+        actual = hashlib.sha256(json.dumps(manifest["config"], sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+        if actual != manifest["config_sha256"]:
+            problems.append(f"config_sha256 {str(manifest['config_sha256'])[:12]}… does not match the recorded config ({actual[:12]}…)")
+    if "reload" in manifest and not (isinstance(manifest["reload"], dict) and manifest["reload"].get("command")):
+        problems.append("reload instructions lack a command")
+    return _verdict(name, problems, "parameters, hashes, code revision, environment and reload instructions recorded")
+
+
+def check_files_complete(data: RunData) -> Check:
+    problems = []
+    for name in RUN_FILES:
+        path = data.run_dir / name
+        if not path.exists():
+            problems.append(f"{name} is missing")
+        elif path.stat().st_size == 0 and name not in ("predictions.jsonl", "rejections.jsonl"):
+            problems.append(f"{name} is empty")
+    for problem in (data.manifest_problem, data.summary_problem, data.inputs_problem):
+        if problem and "is missing" not in problem:
+            problems.append(problem)
+    for name, lines in (("predictions.jsonl", data.predictions), ("rejections.jsonl", data.rejections)):
+        problems += lines.problems
+    expected_accepted = _summary_count(data, "accepted")
+    if data.predictions.exists and data.predictions.empty and expected_accepted:
+        problems.append(f"predictions.jsonl is empty but summary.json counts {expected_accepted} accepted documents")
+    return _verdict("files_complete", problems, "every file present, non-empty, and parses to its last line")
+
+
+def check_input_manifest(data: RunData) -> Check:
+    path = data.run_dir / "inputs.json"
+    if not path.is_file():
+        return Check("input_manifest", False, "inputs.json (the input manifest the run used) is missing: the input IDs cannot be checked")
+    recorded = (data.manifest or {}).get("input_manifest_sha256") if isinstance(data.manifest, dict) else None
+    actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    if recorded != actual:
+        return Check("input_manifest", False, f"inputs.json hashes {actual[:12]}…, the manifest records {str(recorded)[:12]}…")
+    if data.input_ids is None:
+        return Check("input_manifest", False, "inputs.json has no documents list")
+    return Check("input_manifest", True, f"{len(data.input_ids)} inputs, hash matches the manifest")
+
+
+def check_each_input_once(data: RunData) -> Check:
+    if data.input_ids is None:
+        return Check("each_input_once", False, "skipped: no readable input manifest")
+    counts = Counter(_ids(data.predictions) + _ids(data.rejections))
+    missing = [i for i in data.input_ids if counts[i] == 0]
+    duplicated = [f"{i} ({counts[i]} times)" for i in data.input_ids if counts[i] > 1]
+    problems = _named("missing from predictions and rejections", missing) + _named("written more than once", duplicated)
+    return _verdict("each_input_once", problems, f"each of the {len(data.input_ids)} inputs appears exactly once")
+
+
+def check_no_invented_ids(data: RunData) -> Check:
+    if data.input_ids is None:
+        return Check("no_invented_ids", False, "skipped: no readable input manifest")
+    known = set(data.input_ids)
+    invented = sorted({i for i in _ids(data.predictions) + _ids(data.rejections) if i not in known})
+    return _verdict("no_invented_ids", _named("not an input", invented), "every written ID is an input")
+
+
+def check_counts(data: RunData) -> Check:
+    if data.input_ids is None:
+        return Check("counts_add_up", False, "skipped: no readable input manifest")
+    accepted, rejected, inputs = len(data.predictions.records), len(data.rejections.records), len(data.input_ids)
+    problems = []
+    if accepted + rejected != inputs:
+        problems.append(f"accepted {accepted} + rejected {rejected} = {accepted + rejected}, not the {inputs} inputs")
+    for key, actual in (("accepted", accepted), ("rejected", rejected), ("inputs", inputs)):
+        stated = _summary_count(data, key)
+        if stated is not None and stated != actual:
+            problems.append(f"summary.json says {key} {stated}, the files hold {actual}")
+    return _verdict("counts_add_up", problems, f"accepted {accepted} + rejected {rejected} = {inputs} inputs")
+
+
+def check_categories(data: RunData) -> Check:
+    categories = data.categories
+    if categories is None:
+        return Check("categories_allowed", False, "skipped: the manifest records no categories")
+    allowed = set(categories)
+    wrong = [f"{r.get('id')}: {r.get('category')!r}" for r in data.predictions.records if r.get("category") not in allowed]
+    return _verdict("categories_allowed", _named("category not allowed", wrong), f"every prediction is one of {', '.join(categories)}")
+
+
+def check_rejection_reasons(data: RunData) -> Check:
+    bare = [str(r.get("id")) for r in data.rejections.records if not (isinstance(r.get("reason"), str) and r["reason"].strip())]
+    return _verdict("rejection_reasons", _named("rejected without a reason", bare), f"{len(data.rejections.records)} rejections, each with its reason")
+
+
+def check_machine_paths(data: RunData) -> Check:
+    findings = []
+    for name in OUTPUT_FILES:
+        path = data.run_dir / name
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not machine_paths(text):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            found = machine_paths(line)
+            if found:
+                findings.append(f"{name}:{number} {found[0][1]!r}")
+    return _verdict("no_machine_paths", _named("path into a temporary or home folder", findings), "no path into a temporary or home folder in the outputs")
+
+
+def check_run_status(data: RunData) -> Check:
+    summary = data.summary
+    if not isinstance(summary, dict):
+        return Check("run_status", False, "no readable summary.json: the run never finished (resume it with --resume ID)")
+    stopped = summary.get("stopped")
+    if stopped:
+        return Check("run_status", False, f"stopped by rule {stopped.get('rule')} at {stopped.get('at')}: {stopped.get('reason')}")
+    status = summary.get("status")
+    failed = [name for name, ok in (summary.get("checks") or {}).items() if not ok]
+    if status != "complete" or failed:
+        return Check("run_status", False, f"status {status!r}" + (f"; the pilot's own checks failed: {', '.join(failed)}" if failed else ""))
+    return Check("run_status", True, "complete, not stopped, the pilot's own checks passed")
+
+
+def check_checksums(data: RunData) -> Check:
+    path = data.run_dir / CHECKSUMS
+    if not path.is_file():
+        return Check("checksums", True, f"no {CHECKSUMS} (written by `bundler runs export`): nothing to compare")
+    problems, unlisted = compare_checksums(data.run_dir)
+    detail = f"every file matches {CHECKSUMS}" + (f"; added after it: {', '.join(unlisted)}" if unlisted else "")
+    return _verdict("checksums", problems, detail)
+
+
+def check_checkpoint_reload(run_dir: Path, python: str | None = None) -> Check:
+    name = "checkpoint_reload"
+    script = run_dir / "reload.py"
+    if not script.is_file():
+        return Check(name, False, "reload.py is missing: the run does not say how to reload its checkpoint")
+    if not (run_dir / "checkpoint.pt").is_file():
+        return Check(name, False, "checkpoint.pt is missing")
+    interpreter = python or sys.executable
+    if python is None and importlib.util.find_spec("torch") is None:
+        return Check(
+            name,
+            False,
+            f"torch is not installed in bundler's interpreter ({sys.executable}): the checkpoint cannot be reloaded here. "
+            f"Hint: install torch next to bundler, pass --python PATH of an interpreter that has it, "
+            f"or run `python {run_dir.name}/reload.py {run_dir.name}` where torch is installed.",
+        )
+    try:
+        result = subprocess.run([interpreter, "-B", str(script), str(run_dir), "--json"], capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return Check(name, False, f"the reload process could not run with {interpreter}: {error}")
+    try:
+        report = json.loads(result.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        return Check(name, False, f"the reload process failed (exit {result.returncode}): {tail}")
+    if not report.get("ok"):
+        return Check(name, False, "; ".join(report.get("problems") or ["reload failed"]))
+    ids = ", ".join(entry["id"] for entry in report.get("sample", []))
+    return Check(name, True, f"reloaded in a fresh process; reproduced the stored predictions of {ids or 'no sample document'}")
+
+
+# -- checksums (shared with export) ----------------------------------------------------
+def file_hashes(folder: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``folder`` except the checksum list itself, by relative path."""
+    return {
+        path.relative_to(folder).as_posix(): sha256_file(path)
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.relative_to(folder).as_posix() != CHECKSUMS
+    }
+
+
+def read_checksums(path: Path) -> dict[str, str]:
+    """``sha256sum`` format: '<hex>  <path>' (or '<hex> *<path>'), './' prefixes allowed."""
+    listed = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        digest, _, name = line.strip().partition(" ")
+        name = name.lstrip(" *")
+        if digest and name:
+            listed[name[2:] if name.startswith("./") else name] = digest.lower()
+    return listed
+
+
+def compare_checksums(folder: Path) -> tuple[list[str], list[str]]:
+    """Problems (a listed file missing or different) and files present but not listed."""
+    listed = read_checksums(folder / CHECKSUMS)
+    actual = file_hashes(folder)
+    problems = []
+    for name, digest in listed.items():
+        if name not in actual:
+            problems.append(f"{name} is listed in {CHECKSUMS} but missing")
+        elif actual[name] != digest:
+            problems.append(f"{name} differs from its SHA-256 in {CHECKSUMS}")
+    unlisted = sorted(set(actual) - set(listed))
+    return problems, unlisted
+
+
+# -- helpers --------------------------------------------------------------------------
+def _read_json(path: Path) -> tuple[object, str | None]:
+    if not path.is_file():
+        return None, f"{path.name} is missing"
+    try:
+        return read_json(path, hint=""), None
+    except ProjectFileError as error:
+        return None, f"{path.name}: {error.message.removeprefix(str(path)).strip()} (empty or truncated?)"
+
+
+def _read_jsonl(path: Path) -> JsonLines:
+    lines = JsonLines()
+    if not path.is_file():
+        return lines
+    lines.exists = True
+    data = path.read_bytes()
+    lines.empty = not data
+    if data and not data.endswith(b"\n"):
+        tail = data[data.rfind(b"\n") + 1 :][:60]
+        lines.problems.append(f"{path.name}: the last line is truncated (no newline at the end): {tail!r}")
+    for number, raw in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            record = parse_json(raw)
+        except ValueError:
+            lines.problems.append(f"{path.name}:{number} is not JSON")
+            continue
+        if not isinstance(record, dict) or "id" not in record:
+            lines.problems.append(f"{path.name}:{number} has no id")
+            continue
+        lines.records.append(record)
+    return lines
+
+
+def _ids(lines: JsonLines) -> list[str]:
+    return [str(record["id"]) for record in lines.records]
+
+
+def _summary_count(data: RunData, key: str) -> int | None:
+    value = data.summary.get(key) if isinstance(data.summary, dict) else None
+    return value if isinstance(value, int) else None
+
+
+def _named(what: str, items: list[str]) -> list[str]:
+    if not items:
+        return []
+    shown = ", ".join(items[:LISTED])
+    more = f" and {len(items) - LISTED} more" if len(items) > LISTED else ""
+    return [f"{what}: {shown}{more}"]
+
+
+def _verdict(name: str, problems: list[str], ok_detail: str) -> Check:
+    return Check(name, not problems, "; ".join(problems) if problems else ok_detail)

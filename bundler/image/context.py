@@ -1,0 +1,199 @@
+"""The build context: the project's files through .dockerignore rules, secrets kept out.
+
+Rules are matched by docker-py's own implementation of the Docker CLI's .dockerignore
+semantics (patterns relative to the project, ``**`` across folders, a matched folder
+excludes what is under it, ``!pattern`` re-includes, the last matching rule wins). Bundler adds defaults before the project's rules (run outputs,
+version control, caches, notebook checkpoints, virtual environments) and applies its
+secret rules *after* them: a secret-looking file is never sent, even when a ``!`` rule
+re-includes it, and every one left out is listed so the user sees what was withheld.
+
+The context is a tar written by bundler itself (docker-py's ``custom_context``), with
+fixed ownership and modification times so that the engine's layer cache sees only
+content changes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundler.image.dockerfile import Dockerfiles
+from bundler.resources import diagnostics_folder, resource_path
+from bundler.target.bundle import Bundle
+
+DOCKERIGNORE = ".dockerignore"
+# Left out of every context, whatever .dockerignore says first (a later `!` may re-include).
+DEFAULT_IGNORES = (
+    "runs", ".git", ".hg", ".svn", "**/__pycache__", "**/*.py[cod]", "**/.ipynb_checkpoints",
+    ".venv", "venv", "**/.mypy_cache", "**/.pytest_cache", "**/.ruff_cache", ".cache", ".tox",
+    "**/.DS_Store",
+)
+# Secret-looking files: never sent (applied after the project's rules), always listed.
+SECRET_FILE_PATTERNS = (
+    "**/.env", "**/.env.*", "**/*.env", "**/.envrc",
+    "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
+    "**/.ssh", "**/.netrc", "**/_netrc", "**/.pypirc", "**/.git-credentials", "**/.npmrc",
+    "**/.aws", "**/.azure", "**/.config/gcloud", "**/.kube", "**/.docker/config.json",
+    "**/credentials", "**/credentials.json", "**/credentials.*", "**/application_default_credentials.json",
+    "**/service-account*.json", "**/*-credentials.json", "**/secrets.toml", "**/.secrets",
+)
+_PRIVATE_KEY_HEAD = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----")
+FIXED_MTIME = 946684800  # 2000-01-01: the layer cache must see content, not touch times
+
+
+def ignore_patterns(root: Path) -> list[str]:
+    """Bundler's defaults, then the project's .dockerignore lines (comments and blanks dropped)."""
+    lines = list(DEFAULT_IGNORES)
+    ignore_file = Path(root) / DOCKERIGNORE
+    if ignore_file.is_file():
+        lines += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+    return clean_patterns(lines)
+
+
+def clean_patterns(lines: list[str]) -> list[str]:
+    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
+
+
+def is_ignored(patterns: list[str], relative: str) -> bool:
+    """Docker's rule for one path: the last matching pattern wins, a folder's match covers its files."""
+    from docker.utils.build import PatternMatcher
+
+    matcher = PatternMatcher(list(patterns))
+    return any(matcher.matches(prefix) for prefix in _prefixes(relative))
+
+
+def _prefixes(relative: str) -> list[str]:
+    parts = relative.split("/")
+    return ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+
+
+def looks_secret(relative: str, path: Path | None = None) -> bool:
+    """A secret by its name (or a folder's name above it), or by a private key in its first bytes."""
+    from docker.utils.build import PatternMatcher
+
+    matcher = PatternMatcher(list(SECRET_FILE_PATTERNS))
+    if any(matcher.matches(prefix) for prefix in _prefixes(relative)):
+        return True
+    if path is not None and path.is_file() and path.stat().st_size < 64 * 1024:
+        with open(path, "rb") as handle:
+            return bool(_PRIVATE_KEY_HEAD.search(handle.read(4096)))
+    return False
+
+
+@dataclass
+class ProjectFiles:
+    """What of the project goes into the context, and what was left out."""
+
+    root: Path
+    included: list[str] = field(default_factory=list)  # posix paths relative to root, sorted
+    secrets: list[str] = field(default_factory=list)   # left out because they look secret
+    ignored_count: int = 0
+    ignored_bytes: int = 0
+    included_bytes: int = 0
+
+
+def collect(root: Path) -> ProjectFiles:
+    """Every file of the project is included, ignored (Docker's own matching), or withheld as a secret."""
+    from docker.utils.build import exclude_paths
+
+    root = Path(root)
+    kept = exclude_paths(str(root), ignore_patterns(root), dockerfile=DOCKERIGNORE)
+    result = ProjectFiles(root)
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        base = Path(folder).relative_to(root).as_posix()
+        for name in sorted(files) + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
+            relative = name if base == "." else f"{base}/{name}"
+            path = root / relative
+            size = path.lstat().st_size
+            if looks_secret(relative, path):
+                result.secrets.append(relative)
+            elif relative in kept:
+                result.included.append(relative)
+                result.included_bytes += size
+            else:
+                result.ignored_count += 1
+                result.ignored_bytes += size
+    result.included.sort()
+    result.secrets.sort()
+    return result
+
+
+class ContextTar:
+    """A build context tar with fixed owners and times, written into a file or memory."""
+
+    def __init__(self, fileobj) -> None:
+        self.fileobj = fileobj
+        self.tar = tarfile.open(fileobj=fileobj, mode="w", format=tarfile.PAX_FORMAT)
+
+    def add_file(self, arcname: str, path: Path) -> None:
+        info = self.tar.gettarinfo(str(path), arcname=arcname)
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = FIXED_MTIME
+        if info.isreg():
+            info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            with open(path, "rb") as handle:
+                self.tar.addfile(info, handle)
+        else:
+            self.tar.addfile(info)
+
+    def add_bytes(self, arcname: str, data: bytes, mode: int = 0o644) -> None:
+        info = tarfile.TarInfo(arcname)
+        info.size, info.mode, info.mtime = len(data), mode, FIXED_MTIME
+        self.tar.addfile(info, io.BytesIO(data))
+
+    def add_tree(self, prefix: str, root: Path, relatives: list[str]) -> None:
+        for relative in relatives:
+            self.add_file(f"{prefix}/{relative}", Path(root) / relative)
+
+    def close(self) -> int:
+        self.tar.close()
+        self.fileobj.flush()
+        return self.fileobj.tell()
+
+
+@dataclass
+class SentContext:
+    """A context tar written to disk, ready to send to the engine."""
+
+    path: Path
+    bytes: int
+
+
+def write_deps_context(dockerfiles: Dockerfiles, install_body: str, wheels: list, dest: Path) -> SentContext:
+    with open(dest, "wb") as handle:
+        tar = ContextTar(handle)
+        tar.add_bytes("Dockerfile", dockerfiles.deps_text.encode("utf-8"))
+        tar.add_bytes("lock/requirements.txt", install_body.encode("utf-8"))
+        for wheel in wheels:
+            tar.add_file(f"wheels/{wheel.filename}", wheel.path)
+        return SentContext(dest, tar.close())
+
+
+def write_project_context(bundle: Bundle, dockerfile: str, files: ProjectFiles, dest: Path) -> SentContext:
+    """Dockerfile, bundler's entry point and diagnostics, the project's code, its config last."""
+    diagnostics = diagnostics_folder(bundle.root)
+    own_diagnostics = diagnostics.resolve() == (bundle.root / "diagnostics").resolve()
+    code = [r for r in files.included if not r.startswith("config/") and not (own_diagnostics and r.startswith("diagnostics/"))]
+    config = [r for r in files.included if r.startswith("config/")]
+    with open(dest, "wb") as handle:
+        tar = ContextTar(handle)
+        tar.add_bytes("Dockerfile", dockerfile.encode("utf-8"))
+        tar.add_file("bundle/entrypoint.sh", resource_path("images") / "entrypoint.sh")
+        if own_diagnostics:
+            tar.add_tree("bundle/diagnostics", bundle.root / "diagnostics", [r[len("diagnostics/"):] for r in files.included if r.startswith("diagnostics/")])
+        else:
+            shipped = sorted(p.relative_to(diagnostics).as_posix() for p in diagnostics.rglob("*")
+                             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"))
+            tar.add_tree("bundle/diagnostics", diagnostics, shipped)
+        tar.add_tree("project", bundle.root, code)
+        if not config:
+            tar.add_bytes("config/.keep", b"")
+        for relative in config:
+            tar.add_file(relative, bundle.root / relative)
+        return SentContext(dest, tar.close())

@@ -1,0 +1,139 @@
+"""Getting a built image to the rented box: `--export FILE.tar` and `--push REF`.
+
+Export streams `docker save` into ``FILE.tar.partial`` while hashing it, writes
+``FILE.tar.sha256`` (sha256sum format) and only then renames the tar into place; any
+write error (a full disk above all) removes the partial file and is a BuildError, so a
+FILE.tar that exists is always whole. Push tags the image as REF and pushes it; an
+error anywhere in the engine's push stream is a BuildError and the tag made for the
+push is removed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.errors import BuildError, UsageError
+from bundler.fsutil import atomic_write_text
+
+CHUNK = 4 << 20
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    sha256: str
+    size: int
+    sha256_path: Path
+
+    @property
+    def load_command(self) -> str:
+        return f"sha256sum -c {self.sha256_path.name} && docker load -i {self.path.name}"
+
+    def as_dict(self) -> dict:
+        return {"path": str(self.path), "sha256": self.sha256, "bytes": self.size, "sha256_file": str(self.sha256_path),
+                "load_command": self.load_command}
+
+
+def export(engine, image: str, dest: Path, *, names: list[str] | None = None, opener=open, say=lambda text: None) -> ExportResult:
+    """`docker save` of ``image`` (with its tags ``names``) into ``dest`` with a sha256 beside it."""
+    from docker.errors import DockerException
+    from requests.exceptions import RequestException
+
+    dest = Path(dest).expanduser().absolute()
+    if dest.is_dir():
+        raise UsageError(f"--export {dest} is a folder; give a file name such as {dest / 'image.tar'}.", hint="Name the .tar file to write.", path=dest)
+    if not dest.parent.is_dir():
+        raise UsageError(f"--export {dest}: the folder {dest.parent} does not exist.", hint="Create the folder first, or export elsewhere.", path=dest)
+    partial = dest.with_name(dest.name + ".partial")
+    sha_path = dest.with_name(dest.name + ".sha256")
+    digest, size = hashlib.sha256(), 0
+    say(f"Exporting {names[0] if names else image} to {dest}…")
+    try:
+        stream = engine.api.get_image(names[0] if names else image, chunk_size=CHUNK)
+        with opener(partial, "wb") as handle:
+            for chunk in stream:
+                handle.write(chunk)
+                digest.update(chunk)
+                size += len(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        atomic_write_text(sha_path, f"{digest.hexdigest()}  {dest.name}\n")
+        os.replace(partial, dest)
+    except OSError as error:
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+        full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+        raise BuildError(
+            f"exporting the image to {dest} failed after {size / 1e6:.1f} MB: "
+            + ("the disk is full" if full else (error.strerror or str(error))) + f". No partial file was left at {partial}.",
+            hint=("Free space on that disk (the image needs about its size in the table above) or export to another disk."
+                  if full else "Check the destination folder is writable, then export again."),
+            path=dest,
+        ) from None
+    except (DockerException, RequestException) as error:  # the engine stopped the stream
+        with contextlib.suppress(FileNotFoundError):
+            partial.unlink()
+        raise BuildError(f"the engine could not save {image}: {str(error)[:300]}.", hint="Check the image exists (`docker images`).", path=dest) from None
+    return ExportResult(dest, digest.hexdigest(), size, sha_path)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    reference: str
+    digest: str
+
+    def as_dict(self) -> dict:
+        return {"reference": self.reference, "digest": self.digest, "pull_command": f"docker pull {self.reference}"}
+
+
+def split_reference(reference: str) -> tuple[str, str]:
+    """'host:5000/team/app:1' -> ('host:5000/team/app', '1'); no tag means 'latest'."""
+    from docker.utils import parse_repository_tag
+
+    if "@" in reference:
+        raise UsageError(f"--push {reference}: push to a tag, not a digest.", hint="For example --push registry.example.com/team/app:1.", value=reference)
+    repository, tag = parse_repository_tag(reference)
+    if not repository or repository != repository.lower() or any(c.isspace() for c in reference):
+        raise UsageError(f"--push {reference!r} is not a valid image reference.", hint="Use lower case: HOST[:PORT]/NAME[:TAG].", value=reference)
+    return repository, tag or "latest"
+
+
+def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=lambda text: None) -> PushResult:
+    """Tag ``image_id`` as ``reference`` and push it; BuildError on any error in the stream."""
+    import docker.errors
+    from requests.exceptions import RequestException
+
+    repository, tag = split_reference(reference)
+    full = f"{repository}:{tag}"
+    engine.api.tag(image_id, repository, tag)
+    say(f"Pushing {full}…")
+    digest, failure = "", None
+    try:
+        for event in engine.api.push(repository, tag=tag, stream=True, decode=True):
+            if "error" in event or "errorDetail" in event:
+                failure = event.get("error") or event.get("errorDetail", {}).get("message", "unknown error")
+                break
+            aux = event.get("aux") or {}
+            digest = aux.get("Digest", digest)
+            if event.get("status") and "id" not in event:
+                say(f"  {event['status']}")
+    except docker.errors.APIError as error:
+        failure = error.explanation or str(error)
+    except (docker.errors.DockerException, RequestException) as error:  # the connection to the engine broke
+        failure = str(error)
+    if failure is not None:
+        if not keep_tag:
+            with contextlib.suppress(docker.errors.APIError):
+                engine.api.remove_image(full, noprune=True)
+        raise BuildError(
+            f"pushing {full} failed: {str(failure).strip()[:400]}.",
+            hint="Check the registry address and that you may push there (`docker login HOST`); a plain-HTTP registry must be on "
+            "127.0.0.0/8 or listed in the engine's insecure-registries. The image itself is built and kept.",
+            value=full,
+        )
+    return PushResult(full, digest)

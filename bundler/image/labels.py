@@ -1,0 +1,58 @@
+"""The labels of an image: OCI's (title, created, revision, source, base) and bundler's
+(Target, lock sha256, base image by digest, flavour, entry)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from bundler import __version__
+from bundler.lock.lockfile import target_fields
+from bundler.target.bundle import Bundle
+
+LABEL_PREFIX = "io.bundler"
+DEPS_LABEL = f"{LABEL_PREFIX}.deps.key"
+LOCK_LABEL = f"{LABEL_PREFIX}.lock.sha256"
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        completed = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return completed.stdout.strip() if completed.returncode == 0 else ""
+
+
+def created_time(root: Path) -> str:
+    """SOURCE_DATE_EPOCH, else the commit time, else now (UTC, RFC 3339)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch.isdigit():
+        epoch = _git(root, "log", "-1", "--format=%ct")
+    moment = datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc) if epoch.isdigit() else datetime.datetime.now(datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def labels_for(bundle: Bundle, flavour: str, base, lock_sha: str) -> dict:
+    root = bundle.root
+    revision = _git(root, "rev-parse", "HEAD") or "unknown"
+    return {
+        "org.opencontainers.image.title": bundle.name,
+        "org.opencontainers.image.created": created_time(root),
+        "org.opencontainers.image.revision": revision,
+        "org.opencontainers.image.source": _git(root, "config", "--get", "remote.origin.url") or "unknown",
+        "org.opencontainers.image.version": _git(root, "describe", "--tags", "--always", "--dirty") or "unversioned",
+        "org.opencontainers.image.base.name": base.reference,
+        "org.opencontainers.image.base.digest": base.digest.split("@")[-1] if base.digest else base.image_id,
+        f"{LABEL_PREFIX}.version": __version__,
+        f"{LABEL_PREFIX}.target": bundle.target.describe(),
+        f"{LABEL_PREFIX}.target.json": json.dumps(target_fields(bundle.target), sort_keys=True),
+        LOCK_LABEL: lock_sha,
+        f"{LABEL_PREFIX}.base.image": base.reference,
+        f"{LABEL_PREFIX}.base.digest": base.recorded,
+        f"{LABEL_PREFIX}.base.kind": "registry-digest" if base.digest else "local-image-id",
+        f"{LABEL_PREFIX}.flavour": flavour,
+        f"{LABEL_PREFIX}.entry": bundle.entry,
+    }

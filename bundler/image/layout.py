@@ -1,0 +1,26 @@
+"""Where things are inside an image made by `bundler build`: one definition for the
+Dockerfile templates (substituted in), the smoke test and `bundler diagnose --image`.
+
+The entry point (images/entrypoint.sh) reads the same places from the ENV the final
+Dockerfile sets, so a rebuilt image and an old one answer alike.
+"""
+
+from __future__ import annotations
+
+BUNDLE_ROOT = "/opt/bundle"
+PROJECT = f"{BUNDLE_ROOT}/project"
+DIAGNOSTICS = f"{BUNDLE_ROOT}/diagnostics"
+ENTRYPOINT = f"{BUNDLE_ROOT}/entrypoint.sh"
+VENV = "/opt/venv"
+PYTHON = f"{VENV}/bin/python"
+USER = "bundle"
+UID = 10001
+DIAGNOSTICS_REPORT = "/tmp/bundle-diagnostics.json"
+
+
+def template_values() -> dict[str, str]:
+    """The ${…} names the Dockerfile templates under images/ may use for these places."""
+    return {
+        "bundle_root": BUNDLE_ROOT, "project": PROJECT, "diagnostics": DIAGNOSTICS, "entrypoint": ENTRYPOINT,
+        "venv": VENV, "venv_python": PYTHON, "user": USER, "uid": str(UID),
+    }

@@ -1,0 +1,69 @@
+"""The install check where a lock runs: a hashed install, `pip check`, torch's build.
+
+One definition for the build's smoke test (in the new image) and for a venv on a host;
+the diagnostics folder carries its own copy of the torch comparison (it runs without
+bundler).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def torch_build_check(target) -> str:
+    """Python code that imports torch and compares its build with the Target (exit 1 if not)."""
+    expected = {"torch": target.torch, "backend": target.backend, "accelerator": target.accelerator}
+    return (
+        "import json, sys\n"
+        f"want = {json.dumps(expected)}\n"
+        "import torch\n"
+        "got = {'version': torch.__version__, 'cuda': getattr(torch.version, 'cuda', None), 'hip': getattr(torch.version, 'hip', None)}\n"
+        "problems = []\n"
+        "if torch.__version__.split('+')[0] != want['torch']:\n"
+        "    problems.append('torch ' + torch.__version__ + ' is not ' + want['torch'])\n"
+        "acc = want['accelerator']\n"
+        "if want['backend'] == 'cuda' and not (got['cuda'] or '').startswith(acc):\n"
+        "    problems.append('torch.version.cuda is %r, the Target wants CUDA %s' % (got['cuda'], acc))\n"
+        "if want['backend'] == 'rocm' and not (got['hip'] or '').startswith(acc):\n"
+        "    problems.append('torch.version.hip is %r, the Target wants ROCm %s' % (got['hip'], acc))\n"
+        "if want['backend'] == 'cpu' and (got['cuda'] or got['hip']):\n"
+        "    problems.append('a CPU Target got a GPU build (cuda=%r, hip=%r)' % (got['cuda'], got['hip']))\n"
+        "print(json.dumps({'torch': got, 'problems': problems}))\n"
+        "sys.exit(1 if problems else 0)\n"
+    )
+
+
+def install_check_commands(lock: str, target, python: str = "python", pip_args: tuple[str, ...] = ()) -> list[list[str]]:
+    """The three steps, as argv lists: hashed install, pip check, import torch."""
+    install = [python, "-m", "pip", "install", "--require-hashes", "--no-deps", *pip_args, "-r", lock]
+    return [install, [python, "-m", "pip", "check"], [python, "-c", torch_build_check(target)]]
+
+
+def install_check_command(lock: str, target, python: str = "python", pip_args: tuple[str, ...] = ()) -> str:
+    """The same steps as one shell command (for a Dockerfile RUN or a remote shell)."""
+    return " && ".join(shlex.join(step) for step in install_check_commands(lock, target, python, pip_args))
+
+
+@dataclass
+class InstallCheck:
+    ok: bool
+    step: str
+    output: str
+    torch: dict = field(default_factory=dict)
+
+
+def run_install_check(lock: Path, target, python: str, pip_args: tuple[str, ...] = (), env: dict | None = None, timeout: int = 1800) -> InstallCheck:
+    """Run the verification steps with ``python`` (a venv's interpreter); stop at the first failure."""
+    names = ("install", "pip check", "import torch")
+    output, stdout = "", ""
+    for name, argv in zip(names, install_check_commands(str(lock), target, python, pip_args)):
+        completed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        output, stdout = completed.stdout + completed.stderr, completed.stdout
+        if completed.returncode != 0:
+            return InstallCheck(False, name, output.strip()[-4000:])
+    report = next((line for line in reversed(stdout.splitlines()) if line.startswith("{")), "{}")
+    return InstallCheck(True, "done", output.strip(), json.loads(report).get("torch", {}))

@@ -1,0 +1,94 @@
+"""`bundler lock` from start to end: Target, spec, resolution, lint, the lock written.
+
+Order of work (nothing is written until everything before it passed):
+1. the requested Target (bundle.toml + flags) is checked against the compatibility table;
+2. the spec: labelled pins for torch and its companions, index URLs, base image;
+3. resolution with pip-compile for the Target — on the host when the host *is* the
+   Target (Linux, same arch, same Python minor), otherwise inside the target image;
+4. lint, then the lock is written atomically, then bundle.toml [target] is updated.
+
+Resolution never sees this host's pip configuration (bundler/pipsettings.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler import __version__
+from bundler.errors import LockError
+from bundler.fsutil import atomic_write_text
+from bundler.lock.lint import ensure_lintless
+from bundler.lock.lockfile import LockHeader, read_lock, render_lock, target_fields
+from bundler.lock.request import requested_target
+from bundler.lock.resolve import Resolution, resolve
+from bundler.lock.spec import LockSpec, make_spec
+from bundler.pipsettings import host_pip_settings
+from bundler.target.bundle import Bundle, update_target
+from bundler.target.table_file import load_table
+
+
+# ----- the whole command ---------------------------------------------------------------
+@dataclass
+class LockResult:
+    spec: LockSpec
+    action: str  # planned | unchanged | written
+    lock_path: Path
+    resolution: Resolution | None = None
+    target_updated: bool = False
+    backup: Path | None = None
+
+    def as_dict(self) -> dict:
+        data = {"ok": True, "action": self.action, "lock": str(self.lock_path), "target_updated": self.target_updated}
+        data.update(self.spec.as_dict())
+        if self.resolution:
+            data["resolved_in"] = self.resolution.where
+            data["resolve_seconds"] = round(self.resolution.seconds, 3)
+        if self.backup:
+            data["backup"] = str(self.backup)
+        return data
+
+
+def run_lock(bundle: Bundle, *, cuda=None, rocm=None, cpu=False, torch=None, python=None, upgrade=False, dry_run=False, say=lambda text: None) -> LockResult:
+    table = load_table()
+    target = requested_target(bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python)
+    spec = make_spec(bundle, target, table)
+    if dry_run:
+        return LockResult(spec, "planned", spec.lock_path)
+    lock = read_lock(spec.lock_path, spec.requirements_in, target)
+    state = lock.state
+    if state.status == "tampered" and not upgrade:
+        raise LockError(
+            f"{state.detail} bundler will not resolve over a lock it did not write as it is.",
+            hint=f"Look at the edit (e.g. `git diff {spec.lock_path.name}`); to regenerate it run `bundler lock --upgrade` "
+            f"(the edited file is kept as {spec.lock_path.name}.edited).",
+            path=spec.lock_path,
+        )
+    if state.status == "fresh" and not upgrade and target == bundle.target:
+        say(f"{spec.lock_path.name} is up to date for {target.describe()} (input hash and body hash match); nothing to resolve.")
+        return LockResult(spec, "unchanged", spec.lock_path)
+    previous = None
+    same_build = state.header is not None and state.header.build == spec.build.tag and state.header.target.get("python") == target.python
+    if state.status in ("fresh", "stale") and same_build:
+        previous = lock.install_body
+    say(f"Resolving {target.describe()} against {spec.index_url} + {', '.join(spec.extra_index_urls)}"
+        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else " on this host") + " …")
+    resolution = resolve(spec, previous, upgrade)
+    header = LockHeader(
+        target=target_fields(target), build=spec.build.tag, index_url=spec.index_url,
+        extra_index_urls=tuple(spec.extra_index_urls + host_pip_settings().extra_index_urls),
+        base_image=spec.base_image, bundler_version=__version__, input_sha256=spec.input_sha256,
+    )
+    text = render_lock(spec.lock_path.name, header, resolution.body)
+    ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)
+    backup = None
+    if state.status == "tampered":
+        backup = spec.lock_path.with_name(spec.lock_path.name + ".edited")
+        shutil.copy2(spec.lock_path, backup)
+    atomic_write_text(spec.lock_path, text)
+    updated = target != bundle.target
+    if updated:
+        update_target(bundle, target)
+    return LockResult(spec, "written", spec.lock_path, resolution, updated, backup)
+

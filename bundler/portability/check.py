@@ -1,0 +1,292 @@
+"""`bundler check`: the portability audit before leaving the workstation.
+
+Each item is a function that takes the loaded Bundle and returns an ``Item``: passed,
+failed or not checked, with a detail (what was found) and a hint (what to do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+
+from bundler.errors import ProjectFileError
+from bundler.fsutil import read_json
+from bundler.image.context import clean_patterns, is_ignored
+from bundler.lock.lockfile import bundle_lock
+from bundler.portability.scan import scan
+from bundler.target.bundle import Bundle
+
+PASS, FAIL, NOT_CHECKED = "pass", "fail", "not checked"
+PILOT_CONFIG = "config/pilot.json"
+DIAGNOSTICS_TIMEOUT_S = 60
+
+# Token-looking values that must never sit in a parameter file.
+TOKEN_PATTERNS = (
+    ("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
+    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
+    ("AWS secret access key", re.compile(r"(?i)aws.{0,20}secret.{0,20}[\"':= ]+[A-Za-z0-9/+=]{40}\b")),
+    ("private key block", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+    ("password in a URL", re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@\"']+:[^/\s@\"']+@")),
+    ("Slack token", re.compile(r"\bxox[abpors]-[A-Za-z0-9-]{10,}")),
+)
+
+# Files the build context must never carry, and one trial output, as paths to test.
+DOCKERIGNORE_SAMPLES = (
+    ".env", ".env.local", "config/.env", "server.pem", "keys/server.pem", "id_rsa", "id_rsa.pub",
+    ".netrc", ".pypirc", "credentials", "credentials.json", "runs/20260101-0000/metrics.json",
+)
+README_SECTIONS = ("install", "launch", "check")
+
+
+@dataclass
+class Item:
+    name: str
+    status: str
+    detail: str
+    hint: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def run_checks(bundle: Bundle) -> list[Item]:
+    return [check(bundle) for check in CHECKS]
+
+
+# --- the items ---------------------------------------------------------------------------
+
+
+def check_home_paths(bundle: Bundle) -> Item:
+    result = scan(bundle.root)
+    failing = result.failing
+    if not failing:
+        docs = len(result.findings) - len(failing)
+        extra = f" ({docs} in documentation, which never fails)" if docs else ""
+        return Item("no home paths", PASS, f"{result.files_scanned} files scanned{extra}")
+    first = failing[0]
+    return Item(
+        "no home paths",
+        FAIL,
+        f"{len(failing)} machine-specific path(s), first {first.file}:{first.line}: {first.text}",
+        "Run `bundler paths` to list them and `bundler paths --fix` to rewrite them.",
+    )
+
+
+def check_lock(bundle: Bundle) -> Item:
+    state = bundle_lock(bundle).state
+    if state.ok:
+        return Item("lock present and fresh", PASS, state.detail)
+    return Item(
+        "lock present and fresh",
+        FAIL,
+        f"{state.status}: {state.detail}",
+        "Run `bundler lock` to (re)write the lock for requirements.in and the Target.",
+    )
+
+
+def check_config(bundle: Bundle) -> Item:
+    name = "config/pilot.json valid and secret-free"
+    path = bundle.root / PILOT_CONFIG
+    loaded = _load_json(path)
+    if isinstance(loaded, str):
+        return Item(name, FAIL, loaded, f"Write {PILOT_CONFIG} as a JSON object (see a fresh `bundler new` project).")
+    problems = config_problems(loaded)
+    secrets = find_secrets(path.read_text(encoding="utf-8"))
+    if secrets:
+        problems.append("token-looking values: " + ", ".join(secrets))
+    if problems:
+        hint = "Keep parameters only in the config; give secrets through environment variables at launch." if secrets else (
+            "Fix the keys named above; paths are relative to the project, without '..'."
+        )
+        return Item(name, FAIL, "; ".join(problems), hint)
+    return Item(name, PASS, f"{len(loaded['categories'])} categories, {loaded['expected_documents']} expected documents")
+
+
+def config_problems(config: object) -> list[str]:
+    if not isinstance(config, dict):
+        return ["the top level is not a JSON object"]
+    problems = []
+    categories = config.get("categories")
+    if not (isinstance(categories, list) and categories and all(isinstance(c, str) and c for c in categories)):
+        problems.append("categories must be a non-empty list of names")
+    elif len(set(categories)) != len(categories):
+        problems.append("categories holds duplicates")
+    for key in ("data_dir", "manifest", "runs_dir"):
+        value = config.get(key)
+        if not isinstance(value, str) or not value:
+            problems.append(f"{key} is missing")
+        elif value.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", value) or ".." in PurePosixPath(value.replace("\\", "/")).parts:
+            problems.append(f"{key} {value!r} must be a relative path inside the project")
+    expected = config.get("expected_documents")
+    if not isinstance(expected, int) or isinstance(expected, bool) or expected <= 0:
+        problems.append("expected_documents must be a whole number above 0")
+    rejections = config.get("expected_rejections")
+    if not isinstance(rejections, int) or isinstance(rejections, bool) or rejections < 0:
+        problems.append("expected_rejections must be a whole number, 0 or more (the planned rejections among the inputs)")
+    return problems
+
+
+def find_secrets(text: str) -> list[str]:
+    return [label for label, pattern in TOKEN_PATTERNS if pattern.search(text)]
+
+
+def check_pilot_inputs(bundle: Bundle) -> Item:
+    name = "pilot inputs match their manifest"
+    config = _load_json(bundle.root / PILOT_CONFIG)
+    if isinstance(config, str) or not isinstance(config, dict):
+        return Item(name, NOT_CHECKED, f"{PILOT_CONFIG} could not be read", "Fix the config item first.")
+    manifest_rel = str(config.get("manifest", "data/pilot/MANIFEST.json"))
+    data_rel = str(config.get("data_dir", "data/pilot"))
+    manifest = _load_json(bundle.root / manifest_rel)
+    if isinstance(manifest, str):
+        return Item(name, FAIL, manifest, "Restore the manifest of the pilot inputs from version control.")
+    problems = manifest_problems(bundle.root / data_rel, manifest, config)
+    if problems:
+        return Item(name, FAIL, "; ".join(problems[:4]) + (f" (+{len(problems) - 4} more)" if len(problems) > 4 else ""),
+                    "The pilot inputs are immutable: restore the files listed, or regenerate the manifest on purpose.")
+    documents = manifest["documents"]
+    rejects = sum(1 for d in documents if d.get("expect") == "reject")
+    return Item(name, PASS, f"{len(documents)} documents, {rejects} planned rejection(s), hashes match")
+
+
+def manifest_problems(data_dir: Path, manifest: object, config: dict) -> list[str]:
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("documents"), list):
+        return ["the manifest has no list of documents"]
+    documents = manifest["documents"]
+    problems = []
+    ids = [d.get("id") for d in documents if isinstance(d, dict)]
+    if len(ids) != len(documents):
+        problems.append("an entry of documents is not an object")
+    duplicates = sorted({i for i in ids if ids.count(i) > 1}, key=str)
+    if duplicates:
+        problems.append(f"duplicate IDs: {', '.join(map(str, duplicates))}")
+    expected = config.get("expected_documents")
+    if isinstance(expected, int) and len(documents) != expected:
+        problems.append(f"{len(documents)} documents listed, {expected} expected")
+    wanted_rejects = config.get("expected_rejections")
+    rejects = sum(1 for d in documents if isinstance(d, dict) and d.get("expect") == "reject")
+    if isinstance(wanted_rejects, int) and rejects != wanted_rejects:
+        problems.append(f"{rejects} planned rejection(s), {wanted_rejects} expected")
+    for document in documents:
+        if not isinstance(document, dict):
+            continue
+        problem = _document_problem(data_dir, document)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def _document_problem(data_dir: Path, document: dict) -> str | None:
+    file = document.get("file")
+    if not isinstance(file, str) or not file:
+        return f"{document.get('id')}: no file"
+    path = data_dir / file
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return f"{file}: missing"
+    if document.get("sha256") and hashlib.sha256(data).hexdigest() != document["sha256"]:
+        return f"{file}: sha256 differs from the manifest"
+    if isinstance(document.get("bytes"), int) and len(data) != document["bytes"]:
+        return f"{file}: {len(data)} bytes, manifest says {document['bytes']}"
+    return None
+
+
+def check_diagnostics(bundle: Bundle) -> Item:
+    name = "diagnostics present and runnable"
+    script = bundle.root / "diagnostics" / "run.py"
+    if not script.is_file():
+        return Item(name, FAIL, "diagnostics/run.py not found", "Create the project with `bundler new` or copy diagnostics/ from bundler.")
+    try:
+        completed = subprocess.run(
+            [sys.executable, str(script), "--help"], cwd=bundle.root, capture_output=True, text=True, timeout=DIAGNOSTICS_TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return Item(name, FAIL, f"`python diagnostics/run.py --help` ran over {DIAGNOSTICS_TIMEOUT_S} s", "Keep heavy imports out of its start-up.")
+    if completed.returncode != 0:
+        last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
+        return Item(name, FAIL, f"`python diagnostics/run.py --help` exited {completed.returncode}: {last}",
+                    "Run it yourself to see the error; restore diagnostics/ from bundler if it was edited.")
+    return Item(name, PASS, "`python diagnostics/run.py --help` exits 0")
+
+
+def check_dockerignore(bundle: Bundle) -> Item:
+    name = ".dockerignore covers secrets and runs/"
+    path = bundle.root / ".dockerignore"
+    if not path.is_file():
+        return Item(name, FAIL, ".dockerignore not found: the whole folder, secrets included, would enter the image",
+                    "Add a .dockerignore excluding .env*, *.pem, id_rsa*, .netrc, .pypirc, credentials* and runs/.")
+    patterns = clean_patterns(path.read_text(encoding="utf-8", errors="replace").splitlines())
+    uncovered = [sample for sample in DOCKERIGNORE_SAMPLES if not is_ignored(patterns, sample)]
+    if uncovered:
+        return Item(name, FAIL, "not excluded: " + ", ".join(uncovered),
+                    "Add patterns such as **/.env*, **/*.pem, **/id_rsa*, **/.netrc, **/.pypirc, **/credentials*, runs/.")
+    return Item(name, PASS, f"{len(DOCKERIGNORE_SAMPLES)} secret and trial-output samples excluded")
+
+
+def check_entry(bundle: Bundle) -> Item:
+    name = "entry command declared"
+    try:
+        words = shlex.split(bundle.entry)
+    except ValueError as error:
+        return Item(name, FAIL, f"[project] entry does not parse: {error}", "Write it like `python -m package.pilot --config config/pilot.json`.")
+    words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]  # leading VAR=value
+    if "-m" in words and words.index("-m") + 1 < len(words):
+        module = words[words.index("-m") + 1]
+        base = bundle.root / "src" / Path(*module.split("."))
+        if base.with_suffix(".py").is_file() or (base / "__main__.py").is_file():
+            return Item(name, PASS, f"{bundle.entry} (module {module} under src/)")
+        return Item(name, FAIL, f"entry runs module {module}, but src/{module.replace('.', '/')}.py does not exist",
+                    "Point [project] entry in bundle.toml at a module under src/.")
+    scripts = [w for w in words[1:] if w.endswith(".py")]
+    if scripts and (bundle.root / scripts[0]).is_file():
+        return Item(name, PASS, f"{bundle.entry} (script {scripts[0]})")
+    return Item(name, FAIL, f"cannot find what `{bundle.entry}` runs", "Write [project] entry as `python -m package.module ...`.")
+
+
+def check_readme(bundle: Bundle) -> Item:
+    name = "README has install, launch and check sections"
+    path = bundle.root / "README.md"
+    if not path.is_file():
+        return Item(name, FAIL, "README.md not found", "Write README.md with sections Install, Launch and Check.")
+    headings = readme_headings(path.read_text(encoding="utf-8", errors="replace"))
+    missing = [word for word in README_SECTIONS if not any(word in heading for heading in headings)]
+    if missing:
+        return Item(name, FAIL, "no heading containing: " + ", ".join(missing), "Add a section for each: how to install, launch and check the project.")
+    return Item(name, PASS, "install, launch and check sections found")
+
+
+def readme_headings(text: str) -> list[str]:
+    lines = text.splitlines()
+    headings = [line.lstrip("#").strip().lower() for line in lines if re.match(r"^#{1,6}\s", line)]
+    for previous, line in zip(lines, lines[1:]):
+        if previous.strip() and re.match(r"^(=+|-+)\s*$", line):
+            headings.append(previous.strip().lower())
+    return headings
+
+
+def _load_json(path: Path) -> object | str:
+    """The parsed document, or the sentence saying why it could not be read."""
+    try:
+        return read_json(path, hint="")
+    except ProjectFileError as error:
+        return error.message
+
+
+CHECKS = (
+    check_home_paths,
+    check_lock,
+    check_config,
+    check_pilot_inputs,
+    check_diagnostics,
+    check_dockerignore,
+    check_entry,
+    check_readme,
+)

@@ -1,0 +1,158 @@
+"""What a found path is, and what it becomes: a project-relative path, or a named
+parameter (one per machine-specific folder, kept stable through .env.local)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bundler.portability.bundle_paths import parse_env_local
+
+_PARAM_RE = re.compile(r"[^A-Z0-9]+")
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """Where a found path points: inside the project (relative) or a parameter."""
+
+    replacement: str
+    relative: str | None = None
+    parameter: str | None = None
+    value: str | None = None
+    rest: str = ""
+
+
+def split_home(shape: str, text: str) -> tuple[str, list[str]]:
+    """(the machine-specific prefix as written, the components after it)."""
+    if shape == "home-lookup":
+        inner = re.search(r"[\"']~([^\"']*)[\"']", text)
+        rest = inner.group(1) if inner else ""
+        return "~", [c for c in rest.split("/") if c]
+    if shape in ("windows-user", "home-var") and ("\\" in text):
+        normal = text.replace("\\\\", "\\")
+        parts = re.split(r"[\\/]", normal)
+        count = 3 if shape == "windows-user" else 1
+        return "\\".join(parts[:count]), [c for c in parts[count:] if c]
+    parts = text.split("/")
+    if shape == "tilde":
+        return parts[0], [c for c in parts[1:] if c]
+    if shape == "home-var":
+        return parts[0], [c for c in parts[1:] if c]
+    if shape == "windows-user":
+        return "/".join(parts[:3]), [c for c in parts[3:] if c]
+    if shape == "wsl-user":
+        return "/".join(parts[:5]), [c for c in parts[5:] if c]
+    if shape == "home":
+        count = 2 if parts[1] == "root" else 3
+        return "/".join(parts[:count]), [c for c in parts[count:] if c]
+    if shape == "temp-dir":
+        for prefix in ("/private/var/folders", "/var/folders", "/private/tmp", "/var/tmp", "/tmp"):
+            if text == prefix or text.startswith(prefix + "/"):
+                return prefix, [c for c in text[len(prefix):].split("/") if c]
+    return "", [c for c in parts if c]
+
+
+def parameter_name(component: str | None) -> str:
+    if not component:
+        return "HOME_ROOT"
+    stem = component.lstrip(".")
+    name = _PARAM_RE.sub("_", stem.upper()).strip("_") or "HOME"
+    if name[0].isdigit():
+        name = "P_" + name
+    return f"{name}_ROOT"
+
+
+def classify(root: Path, shape: str, text: str, exists) -> Rewrite:
+    trailing = "/" if text.endswith(("/", "\\")) and len(text) > 1 else ""
+    if shape == "project-absolute":
+        relative = _strip_any_root(root, text)
+        relative = (relative + trailing) if relative else "."
+        return Rewrite(replacement=relative, relative=relative)
+    if shape == "home-lookup" and text.endswith("home()"):
+        return Rewrite(replacement="${HOME_ROOT}", parameter="HOME_ROOT", value="~")
+    prefix, components = split_home(shape, text)
+    relative = _project_tail(root.name, components, exists)
+    if relative is not None:
+        relative = relative + trailing if relative != "." else relative
+        return Rewrite(replacement=relative, relative=relative)
+    first = components[0] if components else None
+    if first is not None and len(components) == 1 and "." in first.lstrip(".") and not trailing:
+        first = None  # a single file right in the home folder: the home folder is the parameter
+    if shape == "temp-dir" and first is None:
+        name = "TMP_ROOT"
+    else:
+        name = parameter_name(first)
+    separator = "\\" if "\\" in prefix else "/"
+    value = prefix + (separator + first if first else "")
+    rest = "/".join(components[1:] if first else components)
+    rest = rest + trailing if rest else trailing
+    return Rewrite(replacement=_placeholder(name, rest), parameter=name, value=value, rest=rest)
+
+
+def _placeholder(name: str, rest: str) -> str:
+    return "${" + name + "}" + ("/" + rest.lstrip("/") if rest else "")
+
+
+ENV_LOCAL = ".env.local"
+
+
+def read_env_local(path: Path) -> dict[str, str]:
+    """The NAME=value pairs of a .env.local, parsed as the helper written into projects parses them."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return parse_env_local(text)
+
+
+class ParameterRegistry:
+    """One name per machine-specific value, stable across runs (.env.local is read first)."""
+
+    def __init__(self, existing: dict[str, str]) -> None:
+        self.existing = dict(existing)
+        self.assigned: dict[str, str] = {}
+        self._by_value = {value: name for name, value in existing.items()}
+
+    def seed(self, name: str, value: str) -> None:
+        """Reuse a name handed out by an earlier pass (a scan before a fix)."""
+        if value not in self._by_value:
+            self._by_value[value] = name
+            self.existing.setdefault(name, value)
+
+    def name(self, target: Rewrite) -> Rewrite:
+        value = target.value or ""
+        name = self._by_value.get(value)
+        if name is None:
+            name, number = target.parameter, 2
+            while name in self.existing or name in self.assigned:
+                name = f"{target.parameter}_{number}"
+                number += 1
+            self._by_value[value] = name
+        self.assigned[name] = value
+        return Rewrite(replacement=_placeholder(name, target.rest), parameter=name, value=value, rest=target.rest)
+
+
+def _strip_any_root(root: Path, text: str) -> str:
+    for candidate in (os.path.realpath(root), os.path.abspath(root)):
+        if text == candidate or text.startswith(candidate + "/"):
+            return text[len(candidate):].strip("/")
+    return text.strip("/")
+
+
+def _project_tail(root_name: str, components: list[str], exists) -> str | None:
+    """The project-relative path an absolute path from any machine points at, if any.
+
+    A tail counts when the folder before it carries the project's name and the tail's
+    first part exists here, or when a tail of two or more parts exists in the project.
+    """
+    for index in range(len(components)):
+        tail = components[index:]
+        if index > 0 and components[index - 1] == root_name and exists(tail[0]):
+            return "/".join(tail)
+        if len(tail) >= 2 and exists("/".join(tail)):
+            return "/".join(tail)
+    if components and components[-1] == root_name:
+        return "."
+    return None

@@ -1,0 +1,277 @@
+"""bundle.toml: the project's Target (where it will run) and packaging settings.
+
+Schema (every key is checked on load; an unknown key is an error, so a typo never
+passes silently)::
+
+    [project]
+    name = "Document Classifier Pilot"
+    package = "doc_pilot"                 # import name under src/
+    entry = "python -m doc_pilot.pilot --config config/pilot.json"
+
+    [target]
+    backend = "cuda"                       # cuda | rocm | cpu
+    accelerator = "12.8"                   # CUDA or ROCm version; "" for cpu
+    torch = "2.13.0"
+    python = "3.11"
+    platform = "linux_x86_64"              # linux_x86_64 | linux_aarch64
+    base_image = "python:3.11-slim-bookworm"
+    base_digest = ""                       # sha256:… once known (bundler build)
+
+    [build]
+    lock = "requirements-rebuild.txt"
+    size_budget_mb = 3000
+
+    [[extensions]]                         # zero or more
+    name = "flash-attn"                    # distribution name
+    module = "flash_attn"                  # import name
+    compile = true                         # needs a devel base to build
+    check = "flash_attn.__version__"       # optional expression evaluated after import
+
+    [diagnostics]                          # optional; read by diagnostics/run.py
+    memory_hook = "doc_pilot.diag:step"    # function(device) running one representative step
+    results_dir = "runs"                   # folder tested for space/speed/checkpoints
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bundler.errors import ProjectFileError, UsageError
+from bundler.fsutil import read_toml
+from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
+
+BUNDLE_FILE = "bundle.toml"
+BACKENDS = ("cuda", "rocm", "cpu")
+PLATFORMS = ("linux_x86_64", "linux_aarch64")
+IMPORT_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the project will run; everything downstream takes this, never the host."""
+
+    backend: str
+    accelerator: str
+    torch: str
+    python: str
+    platform: str = "linux_x86_64"
+    base_image: str = ""
+    base_digest: str = ""
+
+    def describe(self) -> str:
+        build = f"{self.backend} {self.accelerator}".strip()
+        return f"torch {self.torch} for {build} on Python {self.python} ({self.platform})"
+
+
+@dataclass(frozen=True)
+class Extension:
+    name: str
+    module: str
+    compile: bool = False
+    check: str = ""
+
+
+@dataclass(frozen=True)
+class Bundle:
+    root: Path
+    name: str
+    package: str
+    entry: str
+    target: Target
+    lock: str = "requirements-rebuild.txt"
+    size_budget_mb: int = 3000
+    extensions: tuple[Extension, ...] = field(default_factory=tuple)
+
+    @property
+    def path(self) -> Path:
+        return self.root / BUNDLE_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / self.lock
+
+
+def validate_target(target: Target, path: Path | None = None) -> Target:
+    """Check the shape of each Target field (which builds exist is the compatibility table's job)."""
+    error = ProjectFileError if path is not None else UsageError
+    where = f"{path}: " if path is not None else ""
+    if target.backend not in BACKENDS:
+        raise error(
+            f"{where}unknown backend {target.backend!r}.",
+            hint=f"Use one of: {', '.join(BACKENDS)}.",
+            path=path,
+            value=target.backend,
+        )
+    if target.backend == "cpu" and target.accelerator:
+        raise error(
+            f"{where}backend 'cpu' takes no accelerator version, got {target.accelerator!r}.",
+            hint="Set accelerator = \"\" for cpu, or choose backend cuda/rocm.",
+            path=path,
+            value=target.accelerator,
+        )
+    if target.backend != "cpu" and not ACCELERATOR_RE.match(target.accelerator):
+        example = "12.8" if target.backend == "cuda" else "6.4"
+        raise error(
+            f"{where}backend {target.backend!r} needs an accelerator version like {example!r}, got {target.accelerator!r}.",
+            hint=f"Set accelerator = \"{example}\" (the {target.backend.upper()} version of the PyTorch build).",
+            path=path,
+            value=target.accelerator,
+        )
+    if not RELEASE_RE.match(target.torch):
+        raise error(
+            f"{where}torch version {target.torch!r} is not an exact release like '2.13.0'.",
+            hint="Pin an exact torch release: the lock and the image are built for exactly one.",
+            path=path,
+            value=target.torch,
+        )
+    if not PYTHON_RE.match(target.python):
+        raise error(
+            f"{where}Python version {target.python!r} is not a minor version like 3.11.",
+            hint="Give major.minor only, e.g. 3.11 or 3.12.",
+            path=path,
+            value=target.python,
+        )
+    if target.platform not in PLATFORMS:
+        raise error(
+            f"{where}platform {target.platform!r} is not supported.",
+            hint=f"Use one of: {', '.join(PLATFORMS)}.",
+            path=path,
+            value=target.platform,
+        )
+    return target
+
+
+def find_project(project: Path | None) -> Path:
+    """The project root: the given folder (or the current one), which must hold bundle.toml."""
+    root = Path(project) if project is not None else Path.cwd()
+    if not (root / BUNDLE_FILE).is_file():
+        raise ProjectFileError(
+            f"{root / BUNDLE_FILE} not found: {root} is not a bundler project.",
+            hint="Pass the project folder (the one holding bundle.toml), or create one with `bundler new DEST`.",
+            path=root / BUNDLE_FILE,
+        )
+    return root.resolve()
+
+
+def load_bundle(project: Path | None = None) -> Bundle:
+    root = find_project(project)
+    path = root / BUNDLE_FILE
+    data = read_toml(path, hint="Fix the syntax at the position given, or restore the file from version control.")
+    return _bundle_from_dict(root, path, data)
+
+
+_SECTIONS = {
+    "project": {"name", "package", "entry"},
+    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest"},
+    "build": {"lock", "size_budget_mb"},
+    "diagnostics": {"memory_hook", "results_dir"},
+}
+_EXTENSION_KEYS = {"name", "module", "compile", "check"}
+
+
+def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
+    _check_keys(path, "", data, set(_SECTIONS) | {"extensions"})
+    for section, keys in _SECTIONS.items():
+        if section not in ("build", "diagnostics") and section not in data:
+            raise ProjectFileError(
+                f"{path}: section [{section}] is missing.",
+                hint=f"Add [{section}] with keys {', '.join(sorted(keys))}.",
+                path=path,
+            )
+        _check_keys(path, section, data.get(section, {}), keys)
+    project, target_data, build = data["project"], data["target"], data.get("build", {})
+    for key in ("name", "package", "entry"):
+        _require_str(path, "project", project, key)
+    if not project["package"].isidentifier():
+        raise ProjectFileError(
+            f"{path}: [project] package {project['package']!r} is not a Python identifier.",
+            hint="Use the import name of the package under src/, e.g. doc_pilot.",
+            path=path,
+            value=project["package"],
+        )
+    for key in ("backend", "torch", "python"):
+        _require_str(path, "target", target_data, key)
+    target = validate_target(
+        Target(**{key: str(value) for key, value in target_data.items()} | {"accelerator": str(target_data.get("accelerator", ""))}),
+        path,
+    )
+    budget = build.get("size_budget_mb", 3000)
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+        raise ProjectFileError(
+            f"{path}: [build] size_budget_mb must be a positive whole number of megabytes, got {budget!r}.",
+            hint="For example size_budget_mb = 3000.",
+            path=path,
+            value=budget,
+        )
+    return Bundle(
+        root=root,
+        name=project["name"],
+        package=project["package"],
+        entry=project["entry"],
+        target=target,
+        lock=str(build.get("lock", "requirements-rebuild.txt")),
+        size_budget_mb=budget,
+        extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
+    )
+
+
+def _extension(path: Path, index: int, item: object) -> Extension:
+    where = f"[[extensions]] #{index + 1}"
+    if not isinstance(item, dict):
+        raise ProjectFileError(f"{path}: {where} must be a table.", hint="Write it as [[extensions]] with name and module keys.", path=path)
+    _check_keys(path, where, item, _EXTENSION_KEYS)
+    for key in ("name", "module"):
+        _require_str(path, where, item, key)
+    if not IMPORT_NAME_RE.match(item["module"]):
+        raise ProjectFileError(
+            f"{path}: {where} module {item['module']!r} is not an import name.",
+            hint="Give the name you would write after `import`, e.g. flash_attn.",
+            path=path,
+            value=item["module"],
+        )
+    if not isinstance(item.get("compile", False), bool):
+        raise ProjectFileError(f"{path}: {where} compile must be true or false.", hint="compile = true when it must be built from source.", path=path)
+    return Extension(name=item["name"], module=item["module"], compile=item.get("compile", False), check=str(item.get("check", "")))
+
+
+def _check_keys(path: Path, section: str, table: object, allowed: set[str]) -> None:
+    where = f"[{section}]" if section and not section.startswith("[") else (section or "the top level")
+    if not isinstance(table, dict):
+        raise ProjectFileError(f"{path}: {where} must be a table.", hint="See the schema in the comments of a freshly generated bundle.toml.", path=path)
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ProjectFileError(
+            f"{path}: unknown key {unknown[0]!r} in {where}.",
+            hint=f"Known keys there: {', '.join(sorted(allowed))}.",
+            path=path,
+            value=unknown[0],
+        )
+
+
+def _require_str(path: Path, section: str, table: dict, key: str) -> None:
+    value = table.get(key)
+    if not isinstance(value, str) or not value.strip():
+        where = f"[{section}]" if not section.startswith("[") else section
+        raise ProjectFileError(
+            f"{path}: {where} {key} is missing or empty.",
+            hint=f"Set {key} = \"…\" in {where}.",
+            path=path,
+            value=key,
+        )
+
+
+def update_target(bundle: Bundle, target: Target) -> None:
+    """Rewrite [target] of bundle.toml, keeping the user's comments and layout (atomic)."""
+    import tomlkit
+
+    from bundler.fsutil import atomic_write_text
+
+    validate_target(target)
+    document = tomlkit.parse(bundle.path.read_text(encoding="utf-8"))
+    section = document.setdefault("target", tomlkit.table())
+    for key, value in asdict(target).items():
+        section[key] = value
+    atomic_write_text(bundle.path, tomlkit.dumps(document))
+

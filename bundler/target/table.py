@@ -1,0 +1,215 @@
+"""The PyTorch compatibility table as bundler queries it: releases, builds, drivers.
+
+The rows come from images/compat.toml and the user's own files (bundler/target/
+table_file.py reads and validates them). ``CompatTable.build_for`` is where an
+impossible Target is refused, naming what exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bundler.errors import TargetError
+from bundler.target.versions import build_name, cuda_tag, rocm_tag, version_key
+
+
+@dataclass(frozen=True)
+class CudaInfo:
+    version: str
+    driver_toolkit: str
+    driver_minor_compat: str
+    devel_base: str
+    confirmed: bool
+
+    @property
+    def tag(self) -> str:
+        return cuda_tag(self.version)
+
+
+@dataclass(frozen=True)
+class RocmInfo:
+    version: str
+    arch: tuple[str, ...]
+    devel_base: str
+    confirmed: bool
+
+    @property
+    def tag(self) -> str:
+        return rocm_tag(self.version)
+
+
+@dataclass(frozen=True)
+class Release:
+    torch: str
+    torchvision: str
+    torchaudio: str
+    triton: str
+    pytorch_triton_rocm: str
+    cuda: tuple[str, ...]
+    rocm: tuple[str, ...]
+    cpu: bool
+    pypi_cuda: str
+    python: tuple[str, ...]
+    setuptools: str
+    confirmed: bool
+    note: str = ""
+    arch: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    source: str = ""
+
+    def build_tags(self) -> list[str]:
+        tags = [cuda_tag(v) for v in self.cuda] + [rocm_tag(v) for v in self.rocm]
+        return tags + (["cpu"] if self.cpu else [])
+
+    def has_build(self, backend: str, accelerator: str) -> bool:
+        if backend == "cpu":
+            return self.cpu
+        return accelerator in (self.cuda if backend == "cuda" else self.rocm)
+
+    def needs_setuptools(self, python: str) -> bool:
+        if self.setuptools == "always":
+            return True
+        return self.setuptools == "python>=3.12" and version_key(python)[:2] >= (3, 12)
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """One concrete PyTorch build for a Target: where it comes from and what it pins."""
+
+    release: Release
+    backend: str
+    accelerator: str
+    tag: str
+    label: str  # local version label without '+', '' for an unlabelled wheel
+    index_url: str
+    pypi_index: str
+    cuda: CudaInfo | None = None
+    rocm: RocmInfo | None = None
+
+    def labelled(self, version: str) -> str:
+        return f"{version}+{self.label}" if self.label else version
+
+    @property
+    def arch(self) -> tuple[str, ...]:
+        if self.tag in self.release.arch:
+            return self.release.arch[self.tag]
+        return self.rocm.arch if self.rocm is not None else ()
+
+    def companions(self) -> dict[str, str]:
+        """Companion distribution -> the exact version paired with this build."""
+        pairs = {
+            "torch": self.labelled(self.release.torch),
+            "torchvision": self.labelled(self.release.torchvision),
+            "torchaudio": self.labelled(self.release.torchaudio),
+        }
+        if self.backend == "cuda" and self.release.triton:
+            pairs["triton"] = self.release.triton
+        if self.backend == "rocm" and self.release.pytorch_triton_rocm:
+            pairs["pytorch-triton-rocm"] = self.release.pytorch_triton_rocm
+        return pairs
+
+
+@dataclass
+class CompatTable:
+    index_root: str
+    pypi_index: str
+    runtime_base: str
+    cpu_devel_base: str
+    cuda: dict[str, CudaInfo]
+    rocm: dict[str, RocmInfo]
+    releases: dict[str, Release]
+    sources: list[str]
+
+    # ----- queries ---------------------------------------------------------------
+    def release(self, torch: str) -> Release:
+        if torch in self.releases:
+            return self.releases[torch]
+        known = self.torch_versions()
+        raise TargetError(
+            f"torch {torch} is not in the compatibility table (known releases: {_nearest(torch, known)}).",
+            hint="Pick one of those releases, or add a [[release]] row for it in ~/.config/bundler/compat.toml "
+            "(or the file named by $BUNDLER_COMPAT).",
+            value=torch,
+        )
+
+    def torch_versions(self) -> list[str]:
+        return sorted(self.releases, key=version_key)
+
+    def latest_patch(self, minor: str) -> str | None:
+        matches = [v for v in self.torch_versions() if v.rsplit(".", 1)[0] == minor]
+        return matches[-1] if matches else None
+
+    def torch_versions_with(self, backend: str, accelerator: str) -> list[str]:
+        return [v for v in self.torch_versions() if self.releases[v].has_build(backend, accelerator)]
+
+    def build_for(self, target) -> TorchBuild:
+        """The Build for a Target; TargetError naming the valid choices when none exists."""
+        release = self.release(target.torch)
+        wanted = build_name(target.backend, target.accelerator)
+        if not release.has_build(target.backend, target.accelerator):
+            others = self.torch_versions_with(target.backend, target.accelerator)
+            having = _ranges(others) if others else "no torch release in the table"
+            raise TargetError(
+                f"torch {target.torch} has no {wanted} build. Builds that exist for torch {target.torch}: "
+                f"{', '.join(release.build_tags())}. torch releases with a {wanted} build: {having}.",
+                hint=f"Choose one of the builds of torch {target.torch} (e.g. --{_flag_for(release)}) "
+                f"or a torch release that has {wanted} (--torch VER).",
+                value=wanted,
+            )
+        if target.python not in release.python:
+            raise TargetError(
+                f"torch {target.torch} has no wheels for Python {target.python}; it supports Python "
+                f"{', '.join(release.python)}.",
+                hint="Choose one of those with --python X.Y.",
+                value=target.python,
+            )
+        if target.backend == "rocm" and target.platform != "linux_x86_64":
+            raise TargetError(
+                f"ROCm builds of torch exist for linux_x86_64 only, not {target.platform}.",
+                hint="Use platform = \"linux_x86_64\" for a ROCm target, or --cuda/--cpu.",
+                value=target.platform,
+            )
+        return self._build(release, target)
+
+    def _build(self, release: Release, target) -> TorchBuild:
+        backend, accel = target.backend, target.accelerator
+        if backend == "cuda":
+            tag, info = cuda_tag(accel), self.cuda.get(accel)
+            return TorchBuild(release, backend, accel, tag, tag, f"{self.index_root}/{tag}", self.pypi_index, cuda=info)
+        if backend == "rocm":
+            tag = rocm_tag(accel)
+            return TorchBuild(release, backend, accel, tag, tag, f"{self.index_root}/{tag}", self.pypi_index, rocm=self.rocm.get(accel))
+        # PyTorch's aarch64 CPU wheels carry no local label; the x86_64 ones are +cpu.
+        label = "cpu" if target.platform == "linux_x86_64" else ""
+        return TorchBuild(release, "cpu", "", "cpu", label, f"{self.index_root}/cpu", self.pypi_index)
+
+    def base_images(self, build: TorchBuild, python: str) -> dict[str, str]:
+        runtime = self.runtime_base.format(python=python)
+        if build.backend == "cuda":
+            devel = build.cuda.devel_base if build.cuda else ""
+        elif build.backend == "rocm":
+            devel = build.rocm.devel_base if build.rocm else ""
+        else:
+            devel = self.cpu_devel_base.format(python=python)
+        return {"runtime": runtime, "devel": devel}
+
+
+# ----- helpers of the messages -------------------------------------------------------
+def _flag_for(release: Release) -> str:
+    if release.cuda:
+        return f"cuda {release.cuda[-1]}"
+    if release.rocm:
+        return f"rocm {release.rocm[-1]}"
+    return "cpu"
+
+
+def _ranges(versions: list[str]) -> str:
+    """All the versions when few, else the span and the latest three."""
+    return ", ".join(versions) if len(versions) <= 6 else f"{versions[0]} … {versions[-1]} ({', '.join(versions[-3:])} the latest)"
+
+
+def _nearest(version: str, known: list[str]) -> str:
+    prefix = version.rsplit(".", 1)[0]
+    same_minor = [v for v in known if v.startswith(prefix + ".")]
+    if same_minor:
+        return ", ".join(same_minor)
+    return f"{known[0]} … {known[-1]}" if known else "none"

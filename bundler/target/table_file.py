@@ -1,0 +1,223 @@
+"""Reading the compatibility table: images/compat.toml merged with the user's rows.
+
+The shipped table is merged with the user's own rows — ``$XDG_CONFIG_HOME/bundler/
+compat.toml`` and then the file(s) named by ``$BUNDLER_COMPAT`` (``os.pathsep``
+separated) — each validated the same way; a user ``[[release]]`` row replaces the shipped
+row for the same torch version, a ``[cuda."X.Y"]``/``[rocm."X.Y"]`` entry replaces that
+entry. Every key is checked: an unknown one or a malformed value names the file and row.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from bundler.errors import ProjectFileError, UsageError
+from bundler.fsutil import read_toml
+from bundler.resources import resource_path
+from bundler.target.table import CompatTable, CudaInfo, Release, RocmInfo
+from bundler.target.versions import ACCELERATOR_RE, MINOR_RE, PYTHON_RE, RELEASE_RE
+
+DRIVER_RE = re.compile(r"^\d+(\.\d+){0,2}$")
+ARCH_RE = re.compile(r"^(sm_\d+a?|compute_\d+|gfx[0-9a-f]+)$")
+GFX_RE = re.compile(r"^gfx[0-9a-f]+$")
+SETUPTOOLS_RULES = ("never", "python>=3.12", "always")
+
+_TOP_KEYS = {"schema", "index_root", "pypi_index", "runtime_base", "cpu_devel_base", "cuda", "rocm", "release"}
+_CUDA_KEYS = {"driver_toolkit", "driver_minor_compat", "devel_base", "confirmed"}
+_ROCM_KEYS = {"arch", "devel_base", "confirmed"}
+_RELEASE_KEYS = {
+    "torch", "torchvision", "torchaudio", "triton", "pytorch_triton_rocm", "cuda", "rocm", "cpu",
+    "pypi_cuda", "python", "setuptools", "confirmed", "note", "arch",
+}
+
+
+def shipped_table_path() -> Path:
+    return resource_path("images") / "compat.toml"
+
+
+def user_table_path() -> Path:
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "bundler" / "compat.toml"
+
+
+def user_table_paths() -> list[Path]:
+    paths = [user_table_path()] if user_table_path().is_file() else []
+    for item in filter(None, os.environ.get("BUNDLER_COMPAT", "").split(os.pathsep)):
+        path = Path(item).expanduser()
+        if not path.is_file():
+            raise UsageError(
+                f"$BUNDLER_COMPAT names {path}, which is not a file.",
+                hint="Point BUNDLER_COMPAT at a TOML file with [[release]] rows, or unset it.",
+                path=path,
+            )
+        paths.append(path)
+    return paths
+
+
+_CACHE: dict[tuple, CompatTable] = {}
+
+
+def load_table() -> CompatTable:
+    """The shipped table merged with the user's rows (cached per set of file mtimes)."""
+    paths = [shipped_table_path(), *user_table_paths()]
+    key = tuple((str(p), p.stat().st_mtime_ns) for p in paths)
+    if key not in _CACHE:
+        _CACHE.clear()
+        _CACHE[key] = _merge([(p, _read(p)) for p in paths])
+    return _CACHE[key]
+
+
+def load_table_from(*paths: Path) -> CompatTable:
+    """Load and validate the given files only (the first is the base), merging in order."""
+    return _merge([(Path(p), _read(Path(p))) for p in paths])
+
+
+def _read(path: Path) -> dict:
+    return read_toml(path, hint="Fix the TOML syntax at the position given.")
+
+
+def _merge(documents: list[tuple[Path, dict]]) -> CompatTable:
+    base_path, base = documents[0]
+    settings = {}
+    for key in ("index_root", "pypi_index", "runtime_base", "cpu_devel_base"):
+        settings[key] = _need_str(base_path, "the top level", base, key)
+    cuda: dict[str, CudaInfo] = {}
+    rocm: dict[str, RocmInfo] = {}
+    releases: dict[str, Release] = {}
+    for path, data in documents:
+        _keys(path, "the top level", data, _TOP_KEYS)
+        for key in ("index_root", "pypi_index", "runtime_base", "cpu_devel_base"):
+            if key in data:
+                settings[key] = _need_str(path, "the top level", data, key)
+        for version, entry in _table(path, "[cuda]", data.get("cuda", {})).items():
+            cuda[version] = _cuda(path, version, entry)
+        for version, entry in _table(path, "[rocm]", data.get("rocm", {})).items():
+            rocm[version] = _rocm(path, version, entry)
+        rows = data.get("release", [])
+        if not isinstance(rows, list):
+            raise _bad(path, "[[release]]", "must be an array of tables", "Write each row as [[release]].")
+        for index, row in enumerate(rows):
+            release = _release(path, index, row)
+            releases[release.torch] = release
+    for release in releases.values():
+        _cross_check(release, cuda, rocm)
+    return CompatTable(cuda=cuda, rocm=rocm, releases=releases, sources=[str(p) for p, _ in documents], **settings)
+
+
+def _cuda(path: Path, version: str, entry: object) -> CudaInfo:
+    where = f'[cuda."{version}"]'
+    if not MINOR_RE.match(version):
+        raise _bad(path, where, "is not a CUDA major.minor version", 'Name CUDA entries like [cuda."12.8"].')
+    entry = _table(path, where, entry)
+    _keys(path, where, entry, _CUDA_KEYS)
+    for key in ("driver_toolkit", "driver_minor_compat"):
+        if not DRIVER_RE.match(_need_str(path, where, entry, key)):
+            raise _bad(path, where, f"{key} {entry[key]!r} is not a driver version like 570.26", "Give the Linux driver version.")
+    return CudaInfo(version, entry["driver_toolkit"], entry["driver_minor_compat"], _need_str(path, where, entry, "devel_base"), _bool(path, where, entry, "confirmed", True))
+
+
+def _rocm(path: Path, version: str, entry: object) -> RocmInfo:
+    where = f'[rocm."{version}"]'
+    if not ACCELERATOR_RE.match(version):
+        raise _bad(path, where, "is not a ROCm version", 'Name ROCm entries like [rocm."6.4"].')
+    entry = _table(path, where, entry)
+    _keys(path, where, entry, _ROCM_KEYS)
+    arch = _str_list(path, where, entry, "arch", GFX_RE, allow_empty=True)
+    return RocmInfo(version, arch, _need_str(path, where, entry, "devel_base"), _bool(path, where, entry, "confirmed", True))
+
+
+def _release(path: Path, index: int, row: object) -> Release:
+    where = f"[[release]] #{index + 1}"
+    row = _table(path, where, row)
+    _keys(path, where, row, _RELEASE_KEYS)
+    torch = _need_str(path, where, row, "torch")
+    where = f"[[release]] torch {torch}"
+    if not RELEASE_RE.match(torch):
+        raise _bad(path, where, "torch must be an exact release like 2.9.1", "One row per patch release.")
+    for key in ("torchvision", "torchaudio"):
+        if not RELEASE_RE.match(_need_str(path, where, row, key)):
+            raise _bad(path, where, f"{key} {row[key]!r} is not an exact version", f"Give the {key} release paired with torch {torch}.")
+    for key in ("triton", "pytorch_triton_rocm", "pypi_cuda", "note"):
+        if not isinstance(row.get(key, ""), str):
+            raise _bad(path, where, f"{key} must be a string", f'Write {key} = "…" ("" when unknown).')
+    for key in ("triton", "pytorch_triton_rocm"):
+        if row.get(key) and not RELEASE_RE.match(row[key]):
+            raise _bad(path, where, f"{key} {row[key]!r} is not an exact version", 'Give X.Y.Z, or "" when unknown.')
+    if row.get("pypi_cuda") and not MINOR_RE.match(row["pypi_cuda"]):
+        raise _bad(path, where, f"pypi_cuda {row['pypi_cuda']!r} is not a CUDA version", 'Give e.g. "12.8", or "" when unknown.')
+    cuda = _str_list(path, where, row, "cuda", MINOR_RE, allow_empty=True)
+    rocm = _str_list(path, where, row, "rocm", ACCELERATOR_RE, allow_empty=True)
+    python = _str_list(path, where, row, "python", PYTHON_RE, allow_empty=False)
+    setuptools = row.get("setuptools", "never")
+    if setuptools not in SETUPTOOLS_RULES:
+        raise _bad(path, where, f"setuptools {setuptools!r} is not one of {', '.join(SETUPTOOLS_RULES)}", "Say when torch declares setuptools.")
+    cpu = _bool(path, where, row, "cpu", True)
+    if not (cuda or rocm or cpu):
+        raise _bad(path, where, "lists no build at all", "List its cuda/rocm versions or set cpu = true.")
+    arch_table = _table(path, f"{where} arch", row.get("arch", {}))
+    arch = {tag: _str_list(path, f"{where} arch", arch_table, tag, ARCH_RE, allow_empty=True) for tag in arch_table}
+    return Release(
+        torch=torch, torchvision=row["torchvision"], torchaudio=row["torchaudio"],
+        triton=row.get("triton", ""), pytorch_triton_rocm=row.get("pytorch_triton_rocm", ""),
+        cuda=cuda, rocm=rocm, cpu=cpu, pypi_cuda=row.get("pypi_cuda", ""), python=python,
+        setuptools=setuptools, confirmed=_bool(path, where, row, "confirmed", True),
+        note=row.get("note", ""), arch=arch, source=str(path),
+    )
+
+
+def _cross_check(release: Release, cuda: dict, rocm: dict) -> None:
+    path = Path(release.source)
+    where = f"[[release]] torch {release.torch}"
+    for version in release.cuda:
+        if version not in cuda:
+            raise _bad(path, where, f"names CUDA {version}, which has no [cuda.\"{version}\"] entry", f'Add [cuda."{version}"] with its driver figures.')
+    for version in release.rocm:
+        if version not in rocm:
+            raise _bad(path, where, f"names ROCm {version}, which has no [rocm.\"{version}\"] entry", f'Add [rocm."{version}"] with its devel_base.')
+    for tag in release.arch:
+        if tag not in release.build_tags():
+            raise _bad(path, where, f"gives architectures for {tag}, a build this release does not list", f"Builds listed: {', '.join(release.build_tags())}.")
+
+
+# ----- validation helpers ----------------------------------------------------------
+def _bad(path: Path, where: str, problem: str, hint: str) -> ProjectFileError:
+    return ProjectFileError(f"compatibility table {path}: {where} {problem}.", hint=hint, path=path)
+
+
+def _table(path: Path, where: str, value: object) -> dict:
+    if not isinstance(value, dict):
+        raise _bad(path, where, "must be a table", "See the comments at the top of images/compat.toml for the schema.")
+    return value
+
+
+def _keys(path: Path, where: str, table: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise _bad(path, where, f"has an unknown key {unknown[0]!r}", f"Known keys: {', '.join(sorted(allowed))}.")
+
+
+def _need_str(path: Path, where: str, table: dict, key: str) -> str:
+    value = table.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(path, where, f"needs a non-empty string {key}", f'Write {key} = "…".')
+    return value
+
+
+def _bool(path: Path, where: str, table: dict, key: str, default: bool) -> bool:
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise _bad(path, where, f"{key} must be true or false", f"Write {key} = true or false.")
+    return value
+
+
+def _str_list(path: Path, where: str, table: dict, key: str, pattern: re.Pattern, *, allow_empty: bool) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) and pattern.match(item) for item in value):
+        raise _bad(path, where, f"{key} must be a list of strings like {pattern.pattern!r}, got {value!r}", f"Fix {key}.")
+    if not value and not allow_empty:
+        raise _bad(path, where, f"{key} must not be empty", f"List at least one {key} value.")
+    if len(set(value)) != len(value):
+        raise _bad(path, where, f"{key} lists a value twice", f"Remove the duplicate from {key}.")
+    return tuple(value)

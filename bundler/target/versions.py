@@ -1,0 +1,32 @@
+"""Version strings of a Target, and the names of PyTorch's builds (cu128, rocm6.4, cpu).
+
+One place for these shapes: bundle.toml and the compatibility table check them alike.
+"""
+
+from __future__ import annotations
+
+import re
+
+RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")  # torch 2.9.1
+MINOR_RE = re.compile(r"^\d+\.\d+$")  # CUDA 12.8
+ACCELERATOR_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")  # CUDA 12.8, ROCm 6.2.4
+PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def cuda_tag(version: str) -> str:
+    return "cu" + version.replace(".", "")
+
+
+def rocm_tag(version: str) -> str:
+    return "rocm" + version
+
+
+def build_name(backend: str, accelerator: str) -> str:
+    """cu128, rocm6.4 or cpu: the name of a PyTorch build (its index and its wheels' label)."""
+    if backend == "cpu":
+        return "cpu"
+    return cuda_tag(accelerator) if backend == "cuda" else rocm_tag(accelerator)

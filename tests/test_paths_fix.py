@@ -16,7 +16,7 @@ import yaml
 
 from bundler.portability import fix as pathfix
 from bundler.portability.classify import read_env_local
-from bundler.portability.rewrite import PACKAGE_IMPORT
+from bundler.portability.rewrite import NOTEBOOK_IMPORT, PACKAGE_IMPORT
 from bundler.portability.support import helper_source
 from tests.test_paths import LAPTOP_REPO, build_tree, run_cli
 

@@ -41,12 +41,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="bundler-test/bookworm-python3.11:1")
     args = parser.parse_args()
-    from bundler.image import build as builder
     from bundler import engine as engines
+    from bundler.image import build as builder
     from bundler.image import wheelhouse
-    from bundler.target.bundle import load_bundle
-    from bundler.lock.run import run_lock
     from bundler.lock.lockfile import requirements_body, split_lock
+    from bundler.lock.run import run_lock
+    from bundler.target.bundle import load_bundle
     from tests.conftest import scaffold_project
     from tests.fakeindex import real_torch_index
 
@@ -83,7 +83,9 @@ def main() -> None:
         shutil.copy(wheel.path, naive_dir / "wheels" / wheel.filename)
     (naive_dir / "requirements.txt").write_text(requirements_body(split_lock(bundle.lock_path.read_text())[1]))
     (naive_dir / "Dockerfile").write_text(NAIVE.format(base=args.base))
-    (naive_cold, _), naive_cold_s = timed(client.images.build, path=str(naive_dir), tag="bench/naive:1", rm=True, network_mode="none", nocache=True)
+    (naive_cold, _), naive_cold_s = timed(
+        client.images.build, path=str(naive_dir), tag="bench/naive:1", rm=True, network_mode="none", nocache=True
+    )
     naive_model = next((naive_dir / "src").rglob("model.py"))
     naive_model.write_text(naive_model.read_text() + "\n# code-only change 1\n")
     (naive_warm, _), naive_warm_s = timed(client.images.build, path=str(naive_dir), tag="bench/naive:2", rm=True, network_mode="none")
@@ -95,18 +97,37 @@ def main() -> None:
     project_bytes = warm.project_bytes
     naive_context = sum(p.stat().st_size for p in naive_dir.rglob("*") if p.is_file())
     mb = 1e6
-    print(f"project: example (torch 2.13.0+cpu), base {args.base} ({base_size / mb:.1f} MB); lock {lock_s:.1f} s, wheel download {download_s:.1f} s")
+    print(
+        f"project: example (torch 2.13.0+cpu), base {args.base} ({base_size / mb:.1f} MB); lock {lock_s:.1f} s, wheel download "
+        f"{download_s:.1f} s"
+    )
     print(f"cold build          bundler {cold_s:7.1f} s (engine {cold_engine:.1f} s)   naive {naive_cold_s:7.1f} s")
-    print(f"code-only rebuild   bundler {warm_s:7.1f} s (engine {warm_engine:.1f} s, the rest is the smoke test)   naive {naive_warm_s:7.1f} s")
+    print(
+        f"code-only rebuild   bundler {warm_s:7.1f} s (engine {warm_engine:.1f} s, the rest is the smoke test)   naive "
+        f"{naive_warm_s:7.1f} s"
+    )
     print(f"  rebuild / cold (bundler)              {warm_s / cold_s:6.1%}   (target <= 10%)")
-    print(f"  naive rebuild / bundler rebuild       {naive_warm_s / warm_s:6.1f}x  (engine step alone: {naive_warm_s / warm_engine:.1f}x; target >= 10x)")
-    print(f"image size          bundler {ours / mb:7.1f} MB   naive {naive_size / mb:7.1f} MB   base + site-packages {(base_size + site_bytes) / mb:.1f} MB")
+    print(
+        f"  naive rebuild / bundler rebuild       {naive_warm_s / warm_s:6.1f}x  (engine step alone: {naive_warm_s / warm_engine:.1f}x; "
+        "target >= 10x)"
+    )
+    print(
+        f"image size          bundler {ours / mb:7.1f} MB   naive {naive_size / mb:7.1f} MB   base + site-packages "
+        f"{(base_size + site_bytes) / mb:.1f} MB"
+    )
     print(f"  bundler / (base + site-packages)      {ours / (base_size + site_bytes):6.3f}   (target <= 1.05)")
     print(f"  bundler / naive                       {ours / naive_size:6.3f}   (target <= 1)")
-    print(f"context sent        bundler cold {cold.context_bytes / mb:.2f} MB (dependency image {cold.deps.get('deps_context_bytes', 0) / mb:.2f} MB + project "
-          f"{(cold.context_bytes - cold.deps.get('deps_context_bytes', 0)) / mb:.2f} MB), rebuild {warm.context_bytes / mb:.2f} MB; naive {naive_context / mb:.2f} MB")
-    print(f"  wheelhouse {cold.wheelhouse_bytes / mb:.2f} MB + project sources {project_bytes / mb:.2f} MB = {(cold.wheelhouse_bytes + project_bytes) / mb:.2f} MB;"
-          f" cold context / that = {cold.context_bytes / (cold.wheelhouse_bytes + project_bytes):.4f} (tar headers are the difference)")
+    print(
+        f"context sent        bundler cold {cold.context_bytes / mb:.2f} MB (dependency image "
+        f"{cold.deps.get('deps_context_bytes', 0) / mb:.2f} MB + project "
+        f"{(cold.context_bytes - cold.deps.get('deps_context_bytes', 0)) / mb:.2f} MB), rebuild {warm.context_bytes / mb:.2f} MB; naive "
+        f"{naive_context / mb:.2f} MB"
+    )
+    print(
+        f"  wheelhouse {cold.wheelhouse_bytes / mb:.2f} MB + project sources {project_bytes / mb:.2f} MB = "
+        f"{(cold.wheelhouse_bytes + project_bytes) / mb:.2f} MB;"
+        f" cold context / that = {cold.context_bytes / (cold.wheelhouse_bytes + project_bytes):.4f} (tar headers are the difference)"
+    )
     for tag in ("bench/bundler:cold", "bench/bundler:warm", "bench/naive:1", "bench/naive:2"):
         client.images.remove(tag, noprune=False, force=True)
     shutil.rmtree(work, ignore_errors=True)

@@ -42,8 +42,14 @@ def main() -> None:
         stages = json.loads(report.read_text())["stages"]
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.2f}, Python {sys.version.split()[0]}")
-    print(f"diagnostics/run.py --backend cpu : median {statistics.median(diag_times):6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in diag_times)}; exit codes {sorted(codes)})")
-    print(f"python -m torch.utils.collect_env: median {statistics.median(env_times):6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in env_times)})")
+    print(
+        f"diagnostics/run.py --backend cpu : median {statistics.median(diag_times):6.2f} s  (runs: "
+        f"{', '.join(f'{t:.2f}' for t in diag_times)}; exit codes {sorted(codes)})"
+    )
+    print(
+        f"python -m torch.utils.collect_env: median {statistics.median(env_times):6.2f} s  (runs: "
+        f"{', '.join(f'{t:.2f}' for t in env_times)})"
+    )
     print(f"ratio diagnostics / collect_env  : {statistics.median(diag_times) / statistics.median(env_times):.2f}")
     print("stage seconds (last run): " + ", ".join(f"{s['name']} {s['seconds']:.2f} ({s['status']})" for s in stages))
 

@@ -1,6 +1,6 @@
 """Figures for the foundation: CLI start-up, `bundler new`, the example pilot on CPU.
 
-    python bench/bench_foundation.py
+python bench/bench_foundation.py
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import median, row, run, timed  # noqa: E402
+from common import median, row, run, timed
 
 HEAVY = ("docker", "cookiecutter", "piptools", "torch")
 
@@ -22,7 +22,9 @@ def main() -> None:
     try:
         help_samples = timed(lambda: run([sys.executable, "-m", "bundler", "--help"]), repeat=11)
         bare_python = timed(lambda: run([sys.executable, "-c", "pass"]), repeat=11)
-        loaded = run([sys.executable, "-c", "import sys, bundler.cli; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,)]).stdout.strip()
+        loaded = run(
+            [sys.executable, "-c", f"import sys, bundler.cli; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"]
+        ).stdout.strip()
 
         counter = iter(range(1000))
         new_samples = timed(lambda: run([sys.executable, "-m", "bundler", "new", str(work / f"p{next(counter)}"), "--no-input"]), repeat=7)
@@ -31,7 +33,9 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(project / "src")}
         ids = iter(range(1000))
         pilot_samples = timed(
-            lambda: run([sys.executable, "-m", "p0.pilot", "--config", "config/pilot.json", "--run-id", f"b{next(ids)}"], cwd=project, env=env),
+            lambda: run(
+                [sys.executable, "-m", "p0.pilot", "--config", "config/pilot.json", "--run-id", f"b{next(ids)}"], cwd=project, env=env
+            ),
             repeat=5,
         )
         torch_import = timed(lambda: run([sys.executable, "-c", "import torch"]), repeat=5)

@@ -104,13 +104,32 @@ def main() -> None:
         (plain_dir / "requirements.in").write_text("torch==2.13.0+cpu\n")
         plain_env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
         plain_env |= {"PIP_CONFIG_FILE": os.devnull, "PIP_CACHE_DIR": str(work / "plain-cache" / "pip")}
-        plain_argv = [sys.executable, "-m", "piptools", "compile", "--no-config", "--generate-hashes", "--allow-unsafe", "--strip-extras",
-                      "--index-url", f"{torch_root}/cpu", "--extra-index-url", "https://pypi.org/simple",
-                      "--cache-dir", str(work / "plain-cache" / "pip-tools"), "-o", "out.txt", "requirements.in"]
+        plain_argv = [
+            sys.executable,
+            "-m",
+            "piptools",
+            "compile",
+            "--no-config",
+            "--generate-hashes",
+            "--allow-unsafe",
+            "--strip-extras",
+            "--index-url",
+            f"{torch_root}/cpu",
+            "--extra-index-url",
+            "https://pypi.org/simple",
+            "--cache-dir",
+            str(work / "plain-cache" / "pip-tools"),
+            "-o",
+            "out.txt",
+            "requirements.in",
+        ]
         plain_cold, _ = timed(plain_argv, plain_env, plain_dir)
         plain_again, _ = timed(plain_argv, plain_env, plain_dir)
 
-        print(f"CPU example: torch==2.13.0 (+cpu, cp311, {args.wheel.stat().st_size / 1e6:.0f} MB wheel), median of {args.repeat} where repeated")
+        print(
+            f"CPU example: torch==2.13.0 (+cpu, cp311, {args.wheel.stat().st_size / 1e6:.0f} MB wheel), median of {args.repeat} where "
+            "repeated"
+        )
         print(f"  python -c pass                     {python_start:7.3f} s   (interpreter start-up on this host)")
         print(f"  bundler --version                  {version:7.3f} s")
         print(f"  bundler lock --dry-run --json      {dry_run:7.3f} s   (plan alone, in-process: {plan_in_process:.3f} s)")
@@ -118,9 +137,15 @@ def main() -> None:
         print(f"  bundler lock, warm, nothing changed{warm:7.3f} s   = {100 * warm / cold:.1f}% of cold")
         print(f"  bundler lock --upgrade, warm cache {upgrade:7.3f} s   = {100 * upgrade / cold:.1f}% of cold (full re-resolution)")
         print(f"  plain pip-compile, cold            {plain_cold:7.3f} s")
-        print(f"  plain pip-compile, run again       {plain_again:7.3f} s   = {100 * plain_again / plain_cold:.1f}% of its cold (re-hashes torch)")
-        print(f"  cache after cold lock {cache_after_cold[0]} files / {cache_after_cold[1] / 1e6:.1f} MB, after the warm runs "
-              f"{cache_after_warm[0]} files / {cache_after_warm[1] / 1e6:.1f} MB (the warm run resolves nothing, so it fetches and hashes nothing)")
+        print(
+            f"  plain pip-compile, run again       {plain_again:7.3f} s   = {100 * plain_again / plain_cold:.1f}% of its cold (re-hashes "
+            "torch)"
+        )
+        print(
+            f"  cache after cold lock {cache_after_cold[0]} files / {cache_after_cold[1] / 1e6:.1f} MB, after the warm runs "
+            f"{cache_after_warm[0]} files / {cache_after_warm[1] / 1e6:.1f} MB (the warm run resolves nothing, so it fetches and hashes "
+            "nothing)"
+        )
         print(f"  warm run says: {warm_run.stderr.strip().splitlines()[0]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)

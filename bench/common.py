@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def timed(action: Callable[[], object], repeat: int = 5) -> list[float]:

@@ -16,9 +16,9 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from bundler.errors import DiagnosticsFailed, ExternalError, UsageError
 from bundler.fsutil import atomic_write_json
@@ -44,12 +44,19 @@ class DiagnoseResult:
             return None
         stage = next((s for s in self.report.get("stages", []) if s.get("status") == "fail"), None)
         if stage is None:
-            return DiagnosticsFailed(f"diagnostics exited {self.exit_code}; report: {self.report_path}.",
-                                     stage="unknown", exit_code=self.exit_code, path=self.report_path)
+            return DiagnosticsFailed(
+                f"diagnostics exited {self.exit_code}; report: {self.report_path}.",
+                stage="unknown",
+                exit_code=self.exit_code,
+                path=self.report_path,
+            )
         reason = next((m.split(": ", 1)[1] for m in stage.get("messages", []) if m.startswith("fail: ")), "")
         return DiagnosticsFailed(
             f"diagnostics stage {stage['number']} '{stage['name']}' failed: {reason} (report: {self.report_path}).",
-            stage=stage["name"], exit_code=self.exit_code, hint=stage.get("hint"), path=self.report_path,
+            stage=stage["name"],
+            exit_code=self.exit_code,
+            hint=stage.get("hint"),
+            path=self.report_path,
         )
 
 
@@ -73,7 +80,9 @@ def run_local(bundle: Bundle, *, keep_going: bool = False, echo: Echo = sys.stde
         try:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
         except OSError as error:
-            raise ExternalError(f"cannot start {command[0]}: {error.strerror}.", hint="Pass an interpreter that exists.", path=command[0]) from None
+            raise ExternalError(
+                f"cannot start {command[0]}: {error.strerror}.", hint="Pass an interpreter that exists.", path=command[0]
+            ) from None
         for line in process.stdout:
             echo(line)
         code = process.wait()
@@ -92,7 +101,9 @@ def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo 
     try:
         image = client.images.get(tag)
     except docker.errors.ImageNotFound:
-        raise UsageError(f"image {tag!r} is not on this Docker engine.", hint="Build it with `bundler build --tag TAG`, or pull it first.", value=tag) from None
+        raise UsageError(
+            f"image {tag!r} is not on this Docker engine.", hint="Build it with `bundler build --tag TAG`, or pull it first.", value=tag
+        ) from None
     environment = dict(item.split("=", 1) for item in (image.attrs.get("Config", {}).get("Env") or []) if "=" in item)
     python = environment.get("BUNDLE_PYTHON", layout.PYTHON)
     diagnostics = environment.get("BUNDLE_DIAGNOSTICS", layout.DIAGNOSTICS)

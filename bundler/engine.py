@@ -53,7 +53,7 @@ def _short(error: Exception) -> str:
 class BaseImage:
     reference: str  # what the user asked for (tag)
     image_id: str
-    digest: str     # repo@sha256:… when the image came from a registry, else ""
+    digest: str  # repo@sha256:… when the image came from a registry, else ""
     size: int
 
     @property
@@ -65,8 +65,9 @@ class BaseImage:
     def note(self) -> str:
         if self.digest:
             return ""
-        return (f"{self.reference} has no registry digest (it was built or imported locally): "
-                f"its image ID {self.image_id} is recorded instead")
+        return (
+            f"{self.reference} has no registry digest (it was built or imported locally): its image ID {self.image_id} is recorded instead"
+        )
 
 
 def base_image(engine, reference: str, *, say=lambda text: None) -> BaseImage:
@@ -87,7 +88,9 @@ def base_image(engine, reference: str, *, say=lambda text: None) -> BaseImage:
                 value=reference,
             ) from None
     except docker.errors.APIError as error:
-        raise ExternalError(f"the engine cannot inspect {reference}: {error.explanation or error}.", hint="Check the image name.", value=reference) from None
+        raise ExternalError(
+            f"the engine cannot inspect {reference}: {error.explanation or error}.", hint="Check the image name.", value=reference
+        ) from None
     digests = image.attrs.get("RepoDigests") or []
     name = reference.split("@")[0].rsplit(":", 1)[0] if ":" in reference.split("/")[-1] else reference.split("@")[0]
     digest = next((d for d in digests if d.split("@")[0] == name), digests[0] if digests else "")

@@ -9,8 +9,8 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from bundler.errors import ProjectFileError
 

@@ -44,7 +44,9 @@ def shape_patterns(root_literals: list[bytes]) -> list[tuple[str, re.Pattern[byt
         rb"(?P<lookup>expanduser\(\s*[rRuU]?(?P<q>[\"'])~[^\"'\n]*(?P=q)\s*\)|Path\.home\(\))",
         rb"(?P<tilde>~(?:" + _USER + rb")?/" + _PATH_TAIL + rb")",
         rb"(?P<homevar>\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b)"
-        + rb"(?:/" + _PATH_TAIL + rb"|\\[^\s\"'`,;:()<>\[\]{}|*?=$]*)?",
+        + rb"(?:/"
+        + _PATH_TAIL
+        + rb"|\\[^\s\"'`,;:()<>\[\]{}|*?=$]*)?",
     ]
     patterns = []
     for part in parts:

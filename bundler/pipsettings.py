@@ -32,7 +32,11 @@ def index_map() -> list[tuple[str, str]]:
     for item in os.environ.get("BUNDLER_INDEX_MAP", "").replace(";", " ").split():
         public, sep, local = item.partition("=")
         if not sep or not public or not local:
-            raise UsageError(f"BUNDLER_INDEX_MAP entry {item!r} is not PUBLIC=LOCAL.", hint="Example: https://download.pytorch.org/whl=file:///srv/torch-mirror/whl", value=item)
+            raise UsageError(
+                f"BUNDLER_INDEX_MAP entry {item!r} is not PUBLIC=LOCAL.",
+                hint="Example: https://download.pytorch.org/whl=file:///srv/torch-mirror/whl",
+                value=item,
+            )
         pairs.append((public.rstrip("/"), local.rstrip("/")))
     return pairs
 
@@ -40,7 +44,7 @@ def index_map() -> list[tuple[str, str]]:
 def resolution_url(public: str, pairs: list[tuple[str, str]]) -> str:
     for prefix, local in pairs:
         if public == prefix or public.startswith(prefix + "/"):
-            return local + public[len(prefix):]
+            return local + public[len(prefix) :]
     return public
 
 
@@ -104,5 +108,3 @@ def pip_environment(settings: PipSettings, cache: str, cert: str | None) -> dict
     if settings.timeout:
         env["PIP_DEFAULT_TIMEOUT"] = settings.timeout
     return env
-
-

@@ -71,7 +71,8 @@ def validate_answers(answers: dict) -> None:
     if not package.isidentifier() or keyword.iskeyword(package) or not package.isascii():
         raise UsageError(
             f"package name {package!r} is not a valid Python import name.",
-            hint="Use lowercase letters, digits and underscores, not starting with a digit and not a Python keyword (e.g. --set package_name=doc_pilot).",
+            hint="Use lowercase letters, digits and underscores, not starting with a digit and not a Python keyword (e.g. --set "
+            "package_name=doc_pilot).",
             value=package,
         )
     validate_target(
@@ -83,7 +84,11 @@ def validate_answers(answers: dict) -> None:
         )
     )
     if not str(answers["size_budget_mb"]).isdigit() or int(answers["size_budget_mb"]) <= 0:
-        raise UsageError(f"size_budget_mb {answers['size_budget_mb']!r} is not a positive number of megabytes.", hint="--set size_budget_mb=3000", value=answers["size_budget_mb"])
+        raise UsageError(
+            f"size_budget_mb {answers['size_budget_mb']!r} is not a positive number of megabytes.",
+            hint="--set size_budget_mb=3000",
+            value=answers["size_budget_mb"],
+        )
     _validate_categories(answers["categories"])
 
 

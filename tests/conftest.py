@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests import dockerenv
+from tests.fakeindex import build_fake_index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -85,3 +86,48 @@ def run_pilot(project: Path, *args: str, package: str = "example"):
 def example_project(tmp_path) -> Path:
     """The example project, package `example`, in a temporary folder."""
     return scaffold_project(tmp_path / "example")
+
+
+@pytest.fixture(scope="session")
+def fake_index(tmp_path_factory):
+    """A local index of tiny wheels named exactly like PyTorch's (tests/fakeindex.py)."""
+    return build_fake_index(tmp_path_factory.mktemp("fakeindex"))
+
+
+@pytest.fixture
+def indexed(fake_index, monkeypatch):
+    """Resolution and downloads go to the fake index instead of PyTorch's."""
+    monkeypatch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
+    monkeypatch.setenv("BUNDLER_PIP_RETRIES", "0")
+    return fake_index
+
+
+CPU_TORCH = "torch==2.13.0"
+
+
+@pytest.fixture(scope="session")
+def cpu_torch_wheel(tmp_path_factory) -> Path:
+    """The real CPU build of torch 2.13.0 for this interpreter, fetched as the project's set-up fetches it.
+
+    `pip install -e '.[test]'` installs this build with the host's pip configuration, so
+    the same configuration downloads the same file here. PyPI's own torch for Linux is a
+    CUDA build of several GB: where no CPU build is offered (no PyTorch index reachable,
+    no local copy), the tests that need it cannot run, and say so.
+    """
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.getbasetemp() / "cpu-torch"
+    folder.mkdir(exist_ok=True)
+    found = sorted(folder.glob("torch-2.13.0+cpu-*.whl"))
+    if not found:
+        argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(folder), CPU_TORCH]
+        completed = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+        found = sorted(folder.glob("torch-2.13.0+cpu-*.whl"))
+        if not found:
+            got = ", ".join(p.name for p in folder.iterdir()) or completed.stderr.strip()[-300:]
+            message = f"no CPU build of {CPU_TORCH} is offered by this host's pip configuration (got: {got})"
+            if dockerenv.in_ci():
+                pytest.fail(message)
+            pytest.skip(message)
+    return found[0]

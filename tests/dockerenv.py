@@ -86,13 +86,14 @@ def _trim_rootfs(root: Path) -> None:
 
 def engine_client():
     """A docker-py client that answers, or None."""
-    try:
-        import docker
+    import docker
+    from requests.exceptions import RequestException
 
+    try:
         client = docker.from_env(timeout=300)
         client.ping()
         return client
-    except Exception:
+    except (docker.errors.DockerException, RequestException):
         return None
 
 

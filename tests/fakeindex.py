@@ -90,7 +90,11 @@ def build_fake_index(root: Path) -> FakeIndex:
             py = "cp" + python.replace(".", "")
             wheel_tag = f"{py}-{py}-{platform}"
             add(torch_pages, (tag, "torch"), _torch_wheel(files, TORCH + label, wheel_tag, requires, cuda, hip))
-            add(torch_pages, (tag, "torchvision"), _wheel(files, "torchvision", TORCHVISION + label, wheel_tag, [f"torch=={TORCH}{label}", "numpy"]))
+            add(
+                torch_pages,
+                (tag, "torchvision"),
+                _wheel(files, "torchvision", TORCHVISION + label, wheel_tag, [f"torch=={TORCH}{label}", "numpy"]),
+            )
             add(torch_pages, (tag, "torchaudio"), _wheel(files, "torchaudio", TORCH + label, wheel_tag, [f"torch=={TORCH}{label}"]))
             if tag.startswith("rocm"):
                 add(torch_pages, (tag, "pytorch-triton-rocm"), _wheel(files, "pytorch-triton-rocm", TRITON, f"{py}-{py}-linux_x86_64", []))
@@ -119,7 +123,8 @@ def real_torch_index(root: Path, wheel: Path, tag: str = "cpu") -> str:
     page = Path(root) / "whl" / tag / "torch"
     page.mkdir(parents=True, exist_ok=True)
     (page / "index.html").write_text(
-        f'<!DOCTYPE html><html><body><a href="{html.escape(Path(wheel).resolve().as_uri())}">{html.escape(Path(wheel).name)}</a></body></html>\n'
+        "<!DOCTYPE html><html><body><a "
+        f'href="{html.escape(Path(wheel).resolve().as_uri())}">{html.escape(Path(wheel).name)}</a></body></html>\n'
     )
     return (Path(root) / "whl").as_uri()
 
@@ -150,7 +155,9 @@ def _wheel(files: Path, name: str, version: str, wheel_tag: str, requires: list[
     contents = dict(modules or {f"{dist}/__init__.py": f"__version__ = {version!r}\n"})
     contents[f"{info}/METADATA"] = "\n".join(metadata) + "\n"
     pure = wheel_tag.endswith("-any")
-    contents[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: bundler-fakeindex\nRoot-Is-Purelib: {'true' if pure else 'false'}\nTag: {wheel_tag}\n"
+    contents[f"{info}/WHEEL"] = (
+        f"Wheel-Version: 1.0\nGenerator: bundler-fakeindex\nRoot-Is-Purelib: {'true' if pure else 'false'}\nTag: {wheel_tag}\n"
+    )
     record = [f"{arc},sha256={_digest(data)},{len(data.encode())}" for arc, data in contents.items()]
     contents[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
     tmp = path.with_suffix(".tmp")

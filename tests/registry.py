@@ -56,7 +56,7 @@ def running_registry(folder: Path, *, read_only: bool = False):
                 break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"docker-registry did not start: {(folder / 'registry.log').read_text()[-2000:]}")
+                    raise RuntimeError(f"docker-registry did not start: {(folder / 'registry.log').read_text()[-2000:]}") from None
                 time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:

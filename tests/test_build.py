@@ -12,27 +12,31 @@ import io
 import json
 import os
 import shutil
-import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from bundler.target.bundle import load_bundle
 from bundler.errors import BuildError
 from bundler.lock.run import run_lock
+from bundler.target.bundle import load_bundle
 from tests.conftest import run_cli, scaffold_project
 from tests.fakeindex import real_torch_index
 from tests.registry import running_registry
-from tests.test_lock import fake_index  # noqa: F401  (session fixture)
 
 pytestmark = [pytest.mark.docker]
-WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
-OCI = ("org.opencontainers.image.revision", "org.opencontainers.image.created", "org.opencontainers.image.source",
-       "org.opencontainers.image.version")
+OCI = (
+    "org.opencontainers.image.revision",
+    "org.opencontainers.image.created",
+    "org.opencontainers.image.source",
+    "org.opencontainers.image.version",
+)
 BUNDLER_LABELS = ("io.bundler.target", "io.bundler.lock.sha256", "io.bundler.base.digest", "io.bundler.version")
-SECRETS = {".env": "API_TOKEN=sk-live-4242-secret\n", "keys/id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
-           ".netrc": "machine example.org login me password hunter2-secret\n"}
+SECRETS = {
+    ".env": "API_TOKEN=sk-live-4242-secret\n",
+    "keys/id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+    ".netrc": "machine example.org login me password hunter2-secret\n",
+}
 
 
 def build(project: Path, *args: str, env: dict | None = None):
@@ -70,11 +74,9 @@ def session_env(tmp_path_factory):
 
 # ----- the CPU example with real torch: built once ----------------------------------------
 @pytest.fixture(scope="session")
-def cpu_image(tmp_path_factory, docker_client, debian_python_image, session_env):
-    if not WHEEL.is_file() or sys.version_info[:2] != (3, 11):
-        pytest.skip(f"{WHEEL} (cp311) is not on this machine")
+def cpu_image(tmp_path_factory, docker_client, debian_python_image, session_env, cpu_torch_wheel):
     root = tmp_path_factory.mktemp("cpu")
-    index = real_torch_index(root / "torchindex", WHEEL)
+    index = real_torch_index(root / "torchindex", cpu_torch_wheel)
     session_env.setenv("BUNDLER_INDEX_MAP", f"https://download.pytorch.org/whl={index}")
     project = scaffold_project(root / "example")
     run_lock(load_bundle(project), cpu=True)
@@ -110,7 +112,9 @@ def test_cpu_image_labels_user_diagnostics_and_size(cpu_image, docker_client, de
     assert labels["io.bundler.base.digest"] == base.id and labels["io.bundler.base.kind"] == "local-image-id"
     assert labels["io.bundler.lock.sha256"] == hashlib.sha256((project / "requirements-rebuild.txt").read_bytes()).hexdigest()
     assert image.attrs["Config"]["User"] == "10001:10001"
-    code, logs, container = run_container(docker_client, tag, ["sh", "-c", "id -u; du -sb /opt/venv/lib/python3.11/site-packages; ls /opt/bundle/diagnostics/run.py"])
+    code, logs, container = run_container(
+        docker_client, tag, ["sh", "-c", "id -u; du -sb /opt/venv/lib/python3.11/site-packages; ls /opt/bundle/diagnostics/run.py"]
+    )
     container.remove(force=True)
     assert code == 0, logs
     uid, site, diagnostics = logs.split("\n")[:3]
@@ -140,7 +144,7 @@ def test_cpu_image_is_pushed_to_and_pulled_from_a_real_registry(cpu_image, docke
 
 # ----- CUDA and ROCm from the fake index ---------------------------------------------------
 @pytest.fixture(scope="session")
-def locked_fakes(tmp_path_factory, fake_index, session_env):  # noqa: F811
+def locked_fakes(tmp_path_factory, fake_index, session_env):
     session_env.setenv("BUNDLER_PIP_RETRIES", "0")
     root = tmp_path_factory.mktemp("fakes")
     projects = {}
@@ -188,7 +192,9 @@ def secrets_in_saved_image(archive: Path) -> tuple[int, list[str]]:
 
 
 @pytest.mark.parametrize("backend", ["cuda", "rocm"])
-def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(backend, fake_project, docker_client, debian_python_image, tmp_path):
+def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(
+    backend, fake_project, docker_client, debian_python_image, tmp_path
+):
     copy, env = fake_project
     project = copy(backend)
     for relative, text in SECRETS.items():
@@ -208,8 +214,16 @@ def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(back
         assert json.loads(image.labels["io.bundler.target.json"])["backend"] == backend
         assert image.attrs["Config"]["User"] == "10001:10001"
         steps = [entry["CreatedBy"] for entry in reversed(docker_client.api.history(image.id))]
-        position = [next(i for i, step in enumerate(steps) if marker in step)
-                    for marker in ("groupadd", " in /opt/venv", " in /opt/bundle/ ", " in /opt/bundle/project/ ", " in /opt/bundle/project/config/ ")]
+        position = [
+            next(i for i, step in enumerate(steps) if marker in step)
+            for marker in (
+                "groupadd",
+                " in /opt/venv",
+                " in /opt/bundle/ ",
+                " in /opt/bundle/project/ ",
+                " in /opt/bundle/project/config/ ",
+            )
+        ]
         assert position == sorted(position), steps
         # the export: whole, hashed, with the command to load it
         assert data["export"]["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
@@ -237,10 +251,10 @@ def test_a_code_change_rebuilds_only_the_code_and_config_layers(fake_project, do
         assert after["context"]["deps_reused"] and after["context"]["deps_context_bytes"] == 0
         new = list(reversed(docker_client.api.history(after["image_id"])))
         assert len(old) == len(new)
-        rebuilt = [entry["CreatedBy"] for a, entry in zip(old, new) if a["Id"] != entry["Id"]]
+        rebuilt = [entry["CreatedBy"] for a, entry in zip(old, new, strict=False) if a["Id"] != entry["Id"]]
         assert rebuilt and " in /opt/bundle/project/ " in rebuilt[0], rebuilt
         assert all("/opt/bundle/project" in step or "LABEL" in step for step in rebuilt), rebuilt
-        kept = [entry["CreatedBy"] for a, entry in zip(old, new) if a["Id"] == entry["Id"]]
+        kept = [entry["CreatedBy"] for a, entry in zip(old, new, strict=False) if a["Id"] == entry["Id"]]
         assert any(" in /opt/venv" in step for step in kept) and any("groupadd" in step for step in kept)
     finally:
         remove_tag(docker_client, tag)

@@ -12,7 +12,8 @@ import pytest
 
 from bundler.portability import check
 from bundler.target.bundle import load_bundle
-from tests.test_paths import build_tree, run_cli
+from tests.conftest import run_cli
+from tests.paths_support import build_tree
 
 BUNDLE_TOML = """\
 [project]
@@ -152,7 +153,9 @@ def test_secret_in_config_fails(project, secret):
 
 
 def test_aws_secret_key_fails():
-    assert check.find_secrets('{"aws_secret_access_key": "' + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" + '"}') == ["AWS secret access key"]
+    assert check.find_secrets('{"aws_secret_access_key": "' + "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" + '"}') == [
+        "AWS secret access key"
+    ]
 
 
 def test_ordinary_config_values_are_not_secrets():

@@ -21,7 +21,7 @@ def test_version():
 
 
 def test_importing_the_cli_loads_no_heavy_library():
-    code = "import sys, bundler.cli; print(' '.join(m for m in %r if m in sys.modules))" % (HEAVY,)
+    code = f"import sys, bundler.cli; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
 

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
+from bundler.errors import ProjectFileError, TargetError
 from bundler.target.bundle import Target
 from bundler.target.table import CompatTable
 from bundler.target.table_file import ARCH_RE, load_table, load_table_from, shipped_table_path
 from bundler.target.versions import build_name
-from bundler.errors import ProjectFileError, TargetError
 
 # pytorch-builds.md, "Which backends each torch release ships": minor -> (CUDA, ROCm, PyPI CUDA)
 REFERENCE = {
@@ -29,12 +29,33 @@ REFERENCE = {
     "2.13": (["12.6", "13.0", "13.2"], ["7.1", "7.2"], "13.0"),
 }
 DRIVERS = {  # CUDA -> (full toolkit, minor-version compatibility)
-    "11.8": ("520.61.05", "450.80.02"), "12.1": ("530.30.02", "525.60.13"), "12.4": ("550.54.14", "525.60.13"),
-    "12.6": ("560.28.03", "525.60.13"), "12.8": ("570.26", "525.60.13"), "12.9": ("575.51.03", "525.60.13"),
+    "11.8": ("520.61.05", "450.80.02"),
+    "12.1": ("530.30.02", "525.60.13"),
+    "12.4": ("550.54.14", "525.60.13"),
+    "12.6": ("560.28.03", "525.60.13"),
+    "12.8": ("570.26", "525.60.13"),
+    "12.9": ("575.51.03", "525.60.13"),
     "13.0": ("580.65.06", "580"),
 }
-INDEX_TAGS = {"cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132", "rocm6.1", "rocm6.2", "rocm6.2.4",
-              "rocm6.3", "rocm6.4", "rocm7.0", "rocm7.1", "rocm7.2", "cpu"}
+INDEX_TAGS = {
+    "cu118",
+    "cu121",
+    "cu124",
+    "cu126",
+    "cu128",
+    "cu129",
+    "cu130",
+    "cu132",
+    "rocm6.1",
+    "rocm6.2",
+    "rocm6.2.4",
+    "rocm6.3",
+    "rocm6.4",
+    "rocm7.0",
+    "rocm7.1",
+    "rocm7.2",
+    "cpu",
+}
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +120,10 @@ def test_build_labels_urls_and_companions(table):
     build = table.build_for(Target("rocm", "6.2.4", "2.7.1", "3.12"))
     assert build.index_url == "https://download.pytorch.org/whl/rocm6.2.4"
     assert build.companions() == {
-        "torch": "2.7.1+rocm6.2.4", "torchvision": "0.22.1+rocm6.2.4", "torchaudio": "2.7.1+rocm6.2.4", "pytorch-triton-rocm": "3.3.1",
+        "torch": "2.7.1+rocm6.2.4",
+        "torchvision": "0.22.1+rocm6.2.4",
+        "torchaudio": "2.7.1+rocm6.2.4",
+        "pytorch-triton-rocm": "3.3.1",
     }
     aarch64 = table.build_for(Target("cpu", "", "2.9.1", "3.11", platform="linux_aarch64"))
     assert aarch64.companions()["torch"] == "2.9.1"  # PyTorch's aarch64 CPU wheels carry no label
@@ -172,9 +196,15 @@ def test_bundler_compat_env_row_replaces_a_shipped_row(tmp_path, monkeypatch):
     "text, problem",
     [
         ('[[release]]\ntorch = "2.15"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = ["3.11"]\n', "exact release"),
-        ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\ncuda = ["19.9"]\npython = ["3.11"]\n', "has no [cuda"),
+        (
+            '[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\ncuda = ["19.9"]\npython = ["3.11"]\n',
+            "has no [cuda",
+        ),
         ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = []\n', "must not be empty"),
-        ('[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = ["3.11"]\ncolour = 1\n', "unknown key 'colour'"),
+        (
+            '[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = ["3.11"]\ncolour = 1\n',
+            "unknown key 'colour'",
+        ),
         ('[rocm."7.9"]\narch = ["sm_90"]\ndevel_base = "x"\n', "arch must be a list"),
         ("[[release]\n", "not valid TOML"),
     ],

@@ -37,8 +37,15 @@ def test_secrets_are_withheld_even_when_re_included_and_listed(tmp_path):
     write(tmp_path, "notes/unnamed.txt", "-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n")
     write(tmp_path, ".dockerignore", "*.tmp\n!.env\n")
     files = collect(tmp_path)
-    assert files.secrets == [".env", ".netrc", "config/.env.production", "deploy/server.pem", "home/.aws/credentials",
-                             "keys/id_ed25519", "notes/unnamed.txt"]
+    assert files.secrets == [
+        ".env",
+        ".netrc",
+        "config/.env.production",
+        "deploy/server.pem",
+        "home/.aws/credentials",
+        "keys/id_ed25519",
+        "notes/unnamed.txt",
+    ]
     assert "src/pkg/model.py" in files.included and ".dockerignore" in files.included
     assert not set(files.secrets) & set(files.included)
 

@@ -27,16 +27,21 @@ def cpu_project(folder: Path, backend: str = "cpu", accelerator: str = "") -> Pa
         f'[target]\nbackend = "{backend}"\naccelerator = "{accelerator}"\ntorch = "2.13.0"\n'
         f'python = "{sys.version_info.major}.{sys.version_info.minor}"\n'
         '[build]\nlock = "requirements-rebuild.txt"\n'
-        '[[extensions]]\nname = "json"\nmodule = "json"\ncheck = "json.dumps({\'ok\': 1})"\n', encoding="utf-8")
+        '[[extensions]]\nname = "json"\nmodule = "json"\ncheck = "json.dumps({\'ok\': 1})"\n',
+        encoding="utf-8",
+    )
     (folder / "requirements-rebuild.txt").write_text(
-        f"--index-url https://download.pytorch.org/whl/cpu\n\ntorch=={torch.__version__} \\\n    --hash=sha256:{'0' * 64}\n    # via -r requirements.in\n",
-        encoding="utf-8")
+        f"--index-url https://download.pytorch.org/whl/cpu\n\ntorch=={torch.__version__} \\\n    --hash=sha256:{'0' * 64}\n    # via -r "
+        "requirements.in\n",
+        encoding="utf-8",
+    )
     return folder
 
 
 def run_folder(*args: str, python: str = sys.executable, env: dict | None = None, flags: tuple = ()) -> subprocess.CompletedProcess:
-    return subprocess.run([python, *flags, str(RUN_PY), *args], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [python, *flags, str(RUN_PY), *args], capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})}
+    )
 
 
 def test_whole_folder_runs_for_real_on_cpu(tmp_path):
@@ -48,8 +53,18 @@ def test_whole_folder_runs_for_real_on_cpu(tmp_path):
     status = {stage["name"]: stage["status"] for stage in report["stages"]}
     assert report["backend"] == "cpu" and report["backend_source"].endswith("bundle.toml")
     assert report["exit_code"] == 0 and report["first_failure"] is None
-    assert status == {"interpreter": "pass", "packages": "pass", "torch": "pass", "device": "skip", "compute": "pass",
-                      "extensions": "pass", "memory": "skip", "io": "pass", "checkpoint": "pass", "collectives": "pass"}
+    assert status == {
+        "interpreter": "pass",
+        "packages": "pass",
+        "torch": "pass",
+        "device": "skip",
+        "compute": "pass",
+        "extensions": "pass",
+        "memory": "skip",
+        "io": "pass",
+        "checkpoint": "pass",
+        "collectives": "pass",
+    }
     stages = {stage["name"]: stage for stage in report["stages"]}
     assert stages["collectives"]["values"]["backend"] == "gloo"
     assert all(rank["value"] == 3.0 for rank in stages["collectives"]["values"]["ranks"])
@@ -65,8 +80,15 @@ def test_without_torch_the_torch_stage_fails_with_13(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     report_path = tmp_path / "r.json"
-    done = run_folder("--backend", "cpu", "--json", str(report_path), python=str(venv / "bin" / "python"), flags=("-I",),
-                      env={"BUNDLE_PYTHON": str(venv / "bin" / "python")})
+    done = run_folder(
+        "--backend",
+        "cpu",
+        "--json",
+        str(report_path),
+        python=str(venv / "bin" / "python"),
+        flags=("-I",),
+        env={"BUNDLE_PYTHON": str(venv / "bin" / "python")},
+    )
     report = json.loads(report_path.read_text())
     assert done.returncode == 13, done.stdout + done.stderr
     assert report["stages"][0]["status"] == "pass"  # it is the bundle's interpreter, only torch is missing
@@ -94,6 +116,7 @@ def test_bad_usage_exits_2():
 
 
 # --- bundler diagnose -------------------------------------------------------------------------------
+
 
 def test_bundler_diagnose_local_returns_the_stage_exit_code_and_keeps_the_report(tmp_path):
     from bundler.cli import app
@@ -131,8 +154,11 @@ def test_device_flags_per_backend():
 
 
 def test_heavy_libraries_stay_out_of_cli_startup():
-    done = subprocess.run([sys.executable, "-c", "import bundler.cli, bundler.cli.diagnose, sys; "
-                           "print([m for m in ('docker','torch') if m in sys.modules])"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import bundler.cli, bundler.cli.diagnose, sys; print([m for m in ('docker','torch') if m in sys.modules])"],
+        capture_output=True,
+        text=True,
+    )
     assert done.stdout.strip() == "[]"
 
 
@@ -142,8 +168,10 @@ def test_bundler_diagnose_image_without_torch_fails_13_and_copies_the_report(tmp
 
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
-        dockerfile = (f"FROM {debian_python_image}\nRUN python3 -m venv --without-pip /opt/venv\n"
-                      "ENV BUNDLE_PYTHON=/opt/venv/bin/python\nCOPY diagnostics /opt/bundle/diagnostics\n").encode()
+        dockerfile = (
+            f"FROM {debian_python_image}\nRUN python3 -m venv --without-pip /opt/venv\n"
+            "ENV BUNDLE_PYTHON=/opt/venv/bin/python\nCOPY diagnostics /opt/bundle/diagnostics\n"
+        ).encode()
         info = tarfile.TarInfo("Dockerfile")
         info.size = len(dockerfile)
         tar.addfile(info, io.BytesIO(dockerfile))

@@ -34,10 +34,24 @@ from bdiag.stages import (  # noqa: E402
 )
 
 GB = 10**9
-H200 = {"index": 0, "name": "NVIDIA H200", "total_memory": 150 * GB, "free_memory": 149 * GB, "capability": [9, 0],
-        "multiprocessors": 132, "uuid": "GPU-0f0e0d0c"}
-MI300X = {"index": 0, "name": "AMD Instinct MI300X", "total_memory": 205 * GB, "free_memory": 204 * GB, "capability": [9, 4],
-          "multiprocessors": 304, "gcnArchName": "gfx942:sramecc+:xnack-"}
+H200 = {
+    "index": 0,
+    "name": "NVIDIA H200",
+    "total_memory": 150 * GB,
+    "free_memory": 149 * GB,
+    "capability": [9, 0],
+    "multiprocessors": 132,
+    "uuid": "GPU-0f0e0d0c",
+}
+MI300X = {
+    "index": 0,
+    "name": "AMD Instinct MI300X",
+    "total_memory": 205 * GB,
+    "free_memory": 204 * GB,
+    "capability": [9, 4],
+    "multiprocessors": 304,
+    "gcnArchName": "gfx942:sramecc+:xnack-",
+}
 CUDA_13 = {"version": "2.13.0+cu130", "cuda": "13.0", "hip": None}
 ROCM_72 = {"version": "2.13.0+rocm7.2", "cuda": None, "hip": "7.2.0"}
 
@@ -59,11 +73,17 @@ class FakeProbe(Probe):
 def gpu_probe(**observed) -> FakeProbe:
     """A probe that sees one healthy H200 with a CUDA 13.0 build of torch."""
     defaults = dict(
-        torch_versions=CUDA_13, cuda_available=True, device_count=1, device_properties=H200,
+        torch_versions=CUDA_13,
+        cuda_available=True,
+        device_count=1,
+        device_properties=H200,
         arch_list=["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"],
-        nvidia_driver_version="580.65.06", nvidia_smi=None, start_clock_sampler=None,
+        nvidia_driver_version="580.65.06",
+        nvidia_smi=None,
+        start_clock_sampler=None,
         device_matmul=lambda torch_, a, b, device_, dtype: (a.to(dtype) @ b.to(dtype)).to(torch.float64),
-        matmul_tflops=800.0, copy_bandwidth_tbs=4.2,
+        matmul_tflops=800.0,
+        copy_bandwidth_tbs=4.2,
     )
     defaults.update(observed)
     return FakeProbe(**defaults)
@@ -88,12 +108,14 @@ def write_bundle(folder: Path, text_extra: str = "", backend="cpu", accelerator=
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "bundle.toml").write_text(
         f'[project]\nname = "P"\npackage = "p"\nentry = "python -m p"\n'
-        f'[target]\nbackend = "{backend}"\naccelerator = "{accelerator}"\ntorch = "2.13.0"\npython = "{python}"\n'
-        + text_extra, encoding="utf-8")
+        f'[target]\nbackend = "{backend}"\naccelerator = "{accelerator}"\ntorch = "2.13.0"\npython = "{python}"\n' + text_extra,
+        encoding="utf-8",
+    )
     return folder / "bundle.toml"
 
 
 # --- 1 interpreter ------------------------------------------------------------------------------
+
 
 def test_wrong_interpreter_is_the_failing_stage(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
@@ -171,7 +193,9 @@ def test_environment_matching_the_lock_passes(tmp_path):
 
 def test_pip_check_failure_fails_and_missing_pip_warns(tmp_path):
     installed = {"numpy": "2.1.0", "requests": "2.32.3", "torch": "2.13.0+cu128"}
-    broken = _packages(tmp_path, LOCK, installed, pip=(True, 1, "torchvision 0.28.0 has requirement torch==2.13.0, but you have torch 2.12.0."))
+    broken = _packages(
+        tmp_path, LOCK, installed, pip=(True, 1, "torchvision 0.28.0 has requirement torch==2.13.0, but you have torch 2.12.0.")
+    )
     assert broken.status == "fail" and "pip check" in broken.reason
     no_pip = _packages(tmp_path, LOCK, installed, pip=(False, 0, ""))
     assert no_pip.status == "warn" and no_pip.values["pip_check"] == "pip absent"
@@ -188,12 +212,15 @@ def test_corrupt_lock_fails_with_hint(tmp_path, text):
     bundle_path = write_bundle(tmp_path)
     lock = tmp_path / "requirements-rebuild.txt"
     lock.write_bytes(text if isinstance(text, bytes) else text.encode())
-    result = run_stage(packages, make_ctx(FakeProbe(installed_distributions={}, pip_check=(True, 0, "")), "cpu", read_bundle(str(bundle_path))))
+    result = run_stage(
+        packages, make_ctx(FakeProbe(installed_distributions={}, pip_check=(True, 0, "")), "cpu", read_bundle(str(bundle_path)))
+    )
     assert result.status == "fail"
     assert "corrupt" in result.reason and "bundler lock" in result.hint
 
 
 # --- 3 torch -------------------------------------------------------------------------------------
+
 
 def test_cpu_only_build_with_gpu_expected_fails_naming_the_index(tmp_path):
     bundle = read_bundle(str(write_bundle(tmp_path, backend="cuda", accelerator="12.8")))
@@ -209,14 +236,18 @@ def test_no_torch_fails_the_torch_stage_and_skips_the_rest(tmp_path):
     def no_torch():
         raise ModuleNotFoundError("No module named 'torch'")
 
-    code = cli.main(["--backend", "cpu", "--keep-going", "--json", str(tmp_path / "r.json")],
-                    probe=FakeProbe(import_torch=no_torch, pip_check=(True, 0, "")), stream=open(os.devnull, "w"))
+    code = cli.main(
+        ["--backend", "cpu", "--keep-going", "--json", str(tmp_path / "r.json")],
+        probe=FakeProbe(import_torch=no_torch, pip_check=(True, 0, "")),
+        stream=open(os.devnull, "w"),
+    )
     report = json.loads((tmp_path / "r.json").read_text())
     assert code == 13 and report["first_failure"] == "torch"
     assert all(stage["status"] == "skip" and "torch is not importable" in stage["messages"][0] for stage in report["stages"][3:])
 
 
 # --- 4 device --------------------------------------------------------------------------------------
+
 
 def test_healthy_h200_passes_device_stage():
     result = run_stage(device, make_ctx(gpu_probe()))
@@ -226,16 +257,19 @@ def test_healthy_h200_passes_device_stage():
 
 
 def test_arch_not_in_the_list_fails():
-    probe = gpu_probe(device_properties=dict(H200, name="NVIDIA RTX PRO 6000", capability=[12, 0]),
-                      arch_list=["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"])
+    probe = gpu_probe(
+        device_properties=dict(H200, name="NVIDIA RTX PRO 6000", capability=[12, 0]),
+        arch_list=["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
+    )
     result = run_stage(device, make_ctx(probe))
     assert result.status == "fail"
     assert "sm_120" in result.reason and "no kernel image" in result.hint
 
 
 def test_arch_reached_only_through_ptx_warns():
-    probe = gpu_probe(device_properties=dict(H200, name="NVIDIA RTX PRO 6000", capability=[12, 0]),
-                      arch_list=["sm_80", "sm_90", "compute_90"])
+    probe = gpu_probe(
+        device_properties=dict(H200, name="NVIDIA RTX PRO 6000", capability=[12, 0]), arch_list=["sm_80", "sm_90", "compute_90"]
+    )
     result = run_stage(device, make_ctx(probe))
     assert result.status == "warn"
     assert result.values["devices"][0]["runs_via"] == "compute_90"
@@ -283,8 +317,13 @@ def test_no_visible_gpu_fails_with_container_flags():
 
 
 def test_rocm_gfx_mismatch_reports_hsa_override():
-    probe = gpu_probe(torch_versions=ROCM_72, device_properties=dict(MI300X, gcnArchName="gfx1030"), arch_list=["gfx90a", "gfx942"],
-                      environ={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"}, rocm_driver_version="6.10.5")
+    probe = gpu_probe(
+        torch_versions=ROCM_72,
+        device_properties=dict(MI300X, gcnArchName="gfx1030"),
+        arch_list=["gfx90a", "gfx942"],
+        environ={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"},
+        rocm_driver_version="6.10.5",
+    )
     result = run_stage(device, make_ctx(probe, "rocm"))
     assert result.status == "fail"
     assert "gfx1030" in result.reason and "HSA_OVERRIDE_GFX_VERSION=10.3.0" in result.reason
@@ -299,6 +338,7 @@ def test_cpu_backend_skips_device_checks():
 
 
 # --- 5 compute ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("tflops, status", [(800.0, "pass"), (600.0, "warn"), (300.0, "fail")])
 def test_gemm_fraction_of_the_h200_datasheet(tflops, status):
@@ -337,9 +377,12 @@ def test_cpu_gemm_is_real_and_judged_on_correctness():
 
 # --- 6 extensions ---------------------------------------------------------------------------------------
 
+
 def test_missing_extension_fails_and_declared_ones_run_their_check(tmp_path):
-    extra = ('[[extensions]]\nname = "json"\nmodule = "json"\ncheck = "json.dumps([1])"\n'
-             '[[extensions]]\nname = "flash-attn"\nmodule = "flash_attn_not_here"\ncompile = true\n')
+    extra = (
+        '[[extensions]]\nname = "json"\nmodule = "json"\ncheck = "json.dumps([1])"\n'
+        '[[extensions]]\nname = "flash-attn"\nmodule = "flash_attn_not_here"\ncompile = true\n'
+    )
     bundle = read_bundle(str(write_bundle(tmp_path, extra)))
     result = run_stage(extensions, make_ctx(Probe(), "cpu", bundle))
     assert result.status == "fail"
@@ -366,6 +409,7 @@ def test_compile_smoke_runs_when_asked_and_a_broken_compile_warns():
 
 # --- 7 memory -------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("peak, status", [(40 * GB, "pass"), (140 * GB, "warn"), (160 * GB, "fail")])
 def test_memory_headroom(peak, status):
     probe = gpu_probe(peak_memory={"peak_allocated": peak, "peak_reserved": peak, "total": 150 * GB, "extra": {}})
@@ -391,6 +435,7 @@ def test_project_memory_hook_runs_on_cpu(tmp_path):
 
 
 # --- 8 io ---------------------------------------------------------------------------------------------------------
+
 
 def test_tiny_or_missing_dev_shm_fails(tmp_path):
     tiny = run_stage(storage, make_ctx(FakeProbe(shm_stats={"total": 64 << 20, "free": 64 << 20}), "cpu", results_dir=str(tmp_path)))
@@ -428,6 +473,7 @@ def test_real_io_stage_passes_and_cleans_up(tmp_path):
 
 
 # --- 9 checkpoint ----------------------------------------------------------------------------------------------------
+
 
 def test_checkpoint_reloads_bit_for_bit_in_a_fresh_process(tmp_path):
     result = run_stage(checkpoint, make_ctx(Probe(), "cpu", results_dir=str(tmp_path)))
@@ -468,19 +514,29 @@ def test_truncated_checkpoint_fails(tmp_path):
 
 # --- 10 collectives, exit codes, report -------------------------------------------------------------------------------
 
+
 def test_collectives_skip_with_one_gpu_and_fail_on_a_broken_rank():
     assert run_stage(collectives, make_ctx(gpu_probe())).status == "skip"
-    broken = gpu_probe(device_count=2, run_collective=[{"ok": True, "rank": 0}, {"ok": False, "error": "NCCL error: unhandled system error"}])
+    broken = gpu_probe(
+        device_count=2, run_collective=[{"ok": True, "rank": 0}, {"ok": False, "error": "NCCL error: unhandled system error"}]
+    )
     result = run_stage(collectives, make_ctx(broken))
     assert result.status == "fail" and "unhandled system error" in result.reason and "--ipc=host" in result.hint
 
 
 def test_exit_code_names_the_first_failing_stage_and_keep_going_runs_the_rest(tmp_path):
-    probe = FakeProbe(shm_stats=None, installed_distributions={}, pip_check=(True, 0, ""),
-                      save_checkpoint=lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    probe = FakeProbe(
+        shm_stats=None,
+        installed_distributions={},
+        pip_check=(True, 0, ""),
+        save_checkpoint=lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")),
+    )
     out = tmp_path / "report.json"
-    code = cli.main(["--backend", "cpu", "--keep-going", "--json", str(out), "--results", str(tmp_path / "runs")],
-                    probe=probe, stream=open(os.devnull, "w"))
+    code = cli.main(
+        ["--backend", "cpu", "--keep-going", "--json", str(out), "--results", str(tmp_path / "runs")],
+        probe=probe,
+        stream=open(os.devnull, "w"),
+    )
     report = json.loads(out.read_text())
     statuses = {stage["name"]: stage["status"] for stage in report["stages"]}
     assert code == 18 == report["exit_code"]  # io is stage 8
@@ -492,8 +548,11 @@ def test_exit_code_names_the_first_failing_stage_and_keep_going_runs_the_rest(tm
 
 def test_stop_at_first_failure_without_keep_going(tmp_path):
     out = tmp_path / "report.json"
-    code = cli.main(["--backend", "cpu", "--json", str(out)], probe=FakeProbe(shm_stats=None, installed_distributions={}, pip_check=(True, 0, "")),
-                    stream=open(os.devnull, "w"))
+    code = cli.main(
+        ["--backend", "cpu", "--json", str(out)],
+        probe=FakeProbe(shm_stats=None, installed_distributions={}, pip_check=(True, 0, "")),
+        stream=open(os.devnull, "w"),
+    )
     report = json.loads(out.read_text())
     assert code == 18
     assert all("not run: stage 8 io failed" in stage["messages"][0] for stage in report["stages"][8:])
@@ -507,8 +566,11 @@ def test_bad_usage_exits_2(capsys):
 def test_gpu_backend_without_a_device_fails_at_device_and_skips_the_gpu_stages(tmp_path):
     probe = gpu_probe(cuda_available=False, device_count=0, nvidia_driver_version=None, installed_distributions={}, pip_check=(True, 0, ""))
     out = tmp_path / "report.json"
-    code = cli.main(["--backend", "cuda", "--keep-going", "--json", str(out), "--results", str(tmp_path / "runs")],
-                    probe=probe, stream=open(os.devnull, "w"))
+    code = cli.main(
+        ["--backend", "cuda", "--keep-going", "--json", str(out), "--results", str(tmp_path / "runs")],
+        probe=probe,
+        stream=open(os.devnull, "w"),
+    )
     statuses = {stage["name"]: stage["status"] for stage in json.loads(out.read_text())["stages"]}
     assert code == 14
     assert statuses["compute"] == statuses["memory"] == statuses["checkpoint"] == statuses["collectives"] == "skip"

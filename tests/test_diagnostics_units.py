@@ -9,19 +9,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "diagnostics"))
 
-from bdiag import datasheet, lockfile  # noqa: E402
+from bdiag import datasheet, lockfile
 
 
-@pytest.mark.parametrize("capability, arch_list, expected", [
-    ((9, 0), ["sm_80", "sm_90"], ("sm_90", "cubin")),
-    ((8, 6), ["sm_80"], ("sm_80", "cubin")),  # same major, lower minor runs
-    ((8, 0), ["sm_86"], (None, "none")),  # a higher minor does not
-    ((12, 0), ["sm_90", "compute_90"], ("compute_90", "ptx")),  # PTX JIT upward
-    ((7, 5), ["sm_80", "compute_80"], (None, "none")),  # never downward
-    ((9, 0), ["sm_90a"], ("sm_90a", "cubin")),
-    ((10, 0), ["sm_90a", "sm_80"], (None, "none")),
-    ((9, 0), [], (None, "none")),
-])
+@pytest.mark.parametrize(
+    "capability, arch_list, expected",
+    [
+        ((9, 0), ["sm_80", "sm_90"], ("sm_90", "cubin")),
+        ((8, 6), ["sm_80"], ("sm_80", "cubin")),  # same major, lower minor runs
+        ((8, 0), ["sm_86"], (None, "none")),  # a higher minor does not
+        ((12, 0), ["sm_90", "compute_90"], ("compute_90", "ptx")),  # PTX JIT upward
+        ((7, 5), ["sm_80", "compute_80"], (None, "none")),  # never downward
+        ((9, 0), ["sm_90a"], ("sm_90a", "cubin")),
+        ((10, 0), ["sm_90a", "sm_80"], (None, "none")),
+        ((9, 0), [], (None, "none")),
+    ],
+)
 def test_cuda_arch_support_follows_the_ptx_rule(capability, arch_list, expected):
     assert datasheet.cuda_arch_support(capability, arch_list) == expected
 
@@ -42,10 +45,17 @@ def test_datasheet_matching_and_thresholds():
     assert datasheet.rocm_arch_base("gfx942:sramecc+:xnack-") == "gfx942"
 
 
-@pytest.mark.parametrize("installed, pinned, same", [
-    ("2.13.0+cpu", "2.13.0+cpu", True), ("2.13.0+cpu", "2.13.0+cu128", False), ("2.13.0", "2.13.0+cu128", False),
-    ("1.0", "1.0.0", True), ("2.0.0rc1", "2.0.0-rc.1", True), ("2.0.0", "2.0.1", False),
-])
+@pytest.mark.parametrize(
+    "installed, pinned, same",
+    [
+        ("2.13.0+cpu", "2.13.0+cpu", True),
+        ("2.13.0+cpu", "2.13.0+cu128", False),
+        ("2.13.0", "2.13.0+cu128", False),
+        ("1.0", "1.0.0", True),
+        ("2.0.0rc1", "2.0.0-rc.1", True),
+        ("2.0.0", "2.0.1", False),
+    ],
+)
 def test_same_version_keeps_local_labels(installed, pinned, same):
     assert lockfile.same_version(installed, pinned) is same
 
@@ -55,7 +65,7 @@ def test_read_lock_handles_pip_compile_output(tmp_path):
     path.write_text(
         "#\n# pip-compile --generate-hashes\n#\n--extra-index-url https://download.pytorch.org/whl/cpu\n\n"
         "Jinja2==3.1.4 \\\n    --hash=sha256:" + "b" * 64 + " \\\n    --hash=sha256:" + "c" * 64 + "\n    # via torch\n"
-        "setuptools==80.9.0 ; python_version >= \"3.12\" \\\n    --hash=sha256:" + "d" * 64 + "\n"
+        'setuptools==80.9.0 ; python_version >= "3.12" \\\n    --hash=sha256:' + "d" * 64 + "\n"
     )
     lock = lockfile.read_lock(str(path))
     assert lock.pins["jinja2"].version == "3.1.4" and len(lock.pins["jinja2"].hashes) == 2
@@ -71,12 +81,15 @@ def test_corrupt_lock_names_the_line(tmp_path):
     assert caught.value.line == 2
 
 
-@pytest.mark.parametrize("marker, expected", [
-    ('sys_platform == "linux" and python_version >= "3.8"', sys.platform == "linux"),
-    ('(os_name == "nt" or platform_system == "Windows")', False),
-    ('python_version < "3"', False),
-    ('weird_marker ~~ 1', None),
-])
+@pytest.mark.parametrize(
+    "marker, expected",
+    [
+        ('sys_platform == "linux" and python_version >= "3.8"', sys.platform == "linux"),
+        ('(os_name == "nt" or platform_system == "Windows")', False),
+        ('python_version < "3"', False),
+        ("weird_marker ~~ 1", None),
+    ],
+)
 def test_marker_evaluation(marker, expected):
     assert lockfile.marker_applies(marker) is expected
 
@@ -90,7 +103,7 @@ def test_subset_reader_reads_generated_bundle_toml_like_tomllib(tmp_path):
 
     text = (scaffold_project(tmp_path / "p", backend="cuda", accelerator="12.8") / "bundle.toml").read_text()
     text += '\n[[extensions]]\nname = "flash-attn"  # a comment\nmodule = "flash_attn"\ncompile = true\ncheck = "flash_attn.__version__"\n'
-    text += '\n[diagnostics]\nresults_dir = \'runs # not a comment\'\n'
+    text += "\n[diagnostics]\nresults_dir = 'runs # not a comment'\n"
     assert minitoml.loads(text) == tomllib.loads(text)
 
 

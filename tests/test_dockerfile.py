@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from bundler.target.bundle import load_bundle
 from bundler.image.dockerfile import UnknownDevelBase, default_base, flavour_for, label_instruction, render
+from bundler.target.bundle import load_bundle
 from tests.conftest import scaffold_project
 
 EXTENSION = '\n[[extensions]]\nname = "flash-attn"\nmodule = "flash_attn"\ncompile = true\n'
@@ -27,9 +27,14 @@ def project(tmp_path, backend, compile_extension=False):
     return load_bundle(root)
 
 
-@pytest.mark.parametrize("backend, devel", [("cuda", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
-                                            ("rocm", "rocm/dev-ubuntu-22.04:6.4-complete"),
-                                            ("cpu", "python:3.11-bookworm")])
+@pytest.mark.parametrize(
+    "backend, devel",
+    [
+        ("cuda", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04"),
+        ("rocm", "rocm/dev-ubuntu-22.04:6.4-complete"),
+        ("cpu", "python:3.11-bookworm"),
+    ],
+)
 def test_devel_flavour_only_when_an_extension_compiles(tmp_path, backend, devel):
     plain = project(tmp_path / "plain", backend)
     assert flavour_for(plain) == "runtime"
@@ -46,7 +51,12 @@ def test_runtime_layer_order_user_and_offline_install(tmp_path):
     bundle = project(tmp_path, "cuda")
     plan = render(bundle, "runtime", "python:3.11-slim-bookworm")
     deps = plan.deps_text
-    assert deps.index("AS install") < deps.index("pip install --no-index") < deps.index("useradd") < deps.index("COPY --from=install /opt/venv")
+    assert (
+        deps.index("AS install")
+        < deps.index("pip install --no-index")
+        < deps.index("useradd")
+        < deps.index("COPY --from=install /opt/venv")
+    )
     assert "--require-hashes --no-deps" in deps and "pip check" in deps
     final = plan.final_text("bundler/deps:abc", {"org.opencontainers.image.revision": "r$1"})
     order = [final.index(step) for step in ("FROM bundler/deps:abc", "COPY bundle/", "COPY project/", "COPY config/", "LABEL ")]

@@ -4,64 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import venv
 from pathlib import Path
 
 import pytest
 
-from bundler.target.bundle import Target, load_bundle
 from bundler.errors import EngineError, ExternalError, LockError, ProjectFileError
-from bundler.lock.run import run_lock
-from bundler.lock.spec import make_spec
 from bundler.lock.installcheck import install_check_command, run_install_check
 from bundler.lock.lint import lint_lock
 from bundler.lock.lockfile import bundle_lock, parse_pins, split_lock
+from bundler.lock.run import run_lock
+from bundler.lock.spec import make_spec
+from bundler.target.bundle import Target, load_bundle
 from tests.conftest import run_cli
-from tests.fakeindex import build_fake_index
-
-HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
-BUNDLE = """\
-# my comment stays
-[project]
-name = "Fixture"
-package = "fixture"
-entry = "python -m fixture"
-
-[target]
-backend = "{backend}"
-accelerator = "{accelerator}"
-torch = "2.9.1"
-python = "{python}"
-platform = "linux_x86_64"
-base_image = "{base_image}"
-base_digest = ""
-
-[build]
-lock = "requirements-rebuild.txt"
-size_budget_mb = 3000
-"""
-
-
-@pytest.fixture(scope="session")
-def fake_index(tmp_path_factory):
-    return build_fake_index(tmp_path_factory.mktemp("fakeindex"))
-
-
-@pytest.fixture
-def indexed(fake_index, monkeypatch):
-    monkeypatch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
-    monkeypatch.setenv("BUNDLER_PIP_RETRIES", "0")
-    return fake_index
-
-
-def make_project(root: Path, requirements: str = "torch==2.9.1\ntorchvision\nnumpy\n", backend="cpu", accelerator="",
-                 python=HOST_PYTHON, base_image=None) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    image = base_image or f"python:{python}-slim-bookworm"
-    (root / "bundle.toml").write_text(BUNDLE.format(backend=backend, accelerator=accelerator, python=python, base_image=image))
-    (root / "requirements.in").write_text(requirements)
-    return root
+from tests.lock_support import HOST_PYTHON, make_project
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -124,8 +80,8 @@ def test_impossible_targets_are_refused_before_anything_is_written(tmp_path, fla
 
 
 def test_torch_minor_means_its_latest_patch_and_base_image_follows_python(tmp_path):
-    from bundler.target.table_file import load_table
     from bundler.lock.request import requested_target
+    from bundler.target.table_file import load_table
 
     bundle = load_bundle(make_project(tmp_path / "p"))
     target = requested_target(bundle, load_table(), torch="2.7", python="3.12", cuda="cu128")
@@ -135,12 +91,20 @@ def test_torch_minor_means_its_latest_patch_and_base_image_follows_python(tmp_pa
 # ----- resolution on the host against the fake index ---------------------------------------
 @pytest.mark.parametrize(
     "flag, label, must_have",
-    [(("--cuda", "12.8"), "cu128", "nvidia-cuda-runtime-cu12"), (("--rocm", "6.4"), "rocm6.4", "pytorch-triton-rocm"), (("--cpu",), "cpu", None)],
+    [
+        (("--cuda", "12.8"), "cu128", "nvidia-cuda-runtime-cu12"),
+        (("--rocm", "6.4"), "rocm6.4", "pytorch-triton-rocm"),
+        (("--cpu",), "cpu", None),
+    ],
 )
 def test_lock_for_cuda_rocm_and_cpu_targets(tmp_path, indexed, flag, label, must_have):
     project = make_project(tmp_path / "p", "torch==2.9.1\ntorchvision\ntorchaudio\nnumpy\n")
-    result = run_lock(load_bundle(project), cuda=flag[1] if flag[0] == "--cuda" else None,
-                      rocm=flag[1] if flag[0] == "--rocm" else None, cpu=flag[0] == "--cpu")
+    result = run_lock(
+        load_bundle(project),
+        cuda=flag[1] if flag[0] == "--cuda" else None,
+        rocm=flag[1] if flag[0] == "--rocm" else None,
+        cpu=flag[0] == "--cpu",
+    )
     assert result.action == "written"
     text = (project / "requirements-rebuild.txt").read_text()
     pins = {pin.name: pin for pin in parse_pins(split_lock(text)[1])}
@@ -213,7 +177,7 @@ def test_conflicting_pins_are_summarised_in_two_lines_and_the_old_lock_stays(tmp
     (project / "requirements.in").write_text("torch==2.9.1\nnumpy==1.26.4\nnumpy==2.1.0\n")
     result = run_cli("lock", str(project), env={"BUNDLER_INDEX_MAP": indexed.index_map(), "BUNDLER_PIP_RETRIES": "0"})
     assert result.returncode == 6, result.stderr
-    message = result.stderr[result.stderr.index("Error:"):]
+    message = result.stderr[result.stderr.index("Error:") :]
     summary = message.split("Hint:")[0].strip().splitlines()[1:]
     assert len(summary) == 2 and "numpy==1.26.4" in summary[0] and "Traceback" not in message
     assert lock.read_bytes() == before
@@ -224,7 +188,9 @@ def test_unreachable_index_is_an_external_error_and_the_old_lock_stays(tmp_path,
     run_lock(load_bundle(project), cpu=True)
     before = (project / "requirements-rebuild.txt").read_bytes()
     (project / "requirements.in").write_text("torch==2.9.1\n")
-    monkeypatch.setenv("BUNDLER_INDEX_MAP", f"https://download.pytorch.org/whl=http://127.0.0.1:9/whl https://pypi.org/simple={indexed.pypi_url}")
+    monkeypatch.setenv(
+        "BUNDLER_INDEX_MAP", f"https://download.pytorch.org/whl=http://127.0.0.1:9/whl https://pypi.org/simple={indexed.pypi_url}"
+    )
     with pytest.raises(ExternalError, match="127.0.0.1:9/whl/cpu .*cannot be reached"):
         run_lock(load_bundle(project))
     assert (project / "requirements-rebuild.txt").read_bytes() == before
@@ -255,8 +221,14 @@ def test_host_pip_config_never_reaches_the_lock(tmp_path, indexed, monkeypatch):
 
 
 # ----- lint --------------------------------------------------------------------------
-GOOD = "--index-url https://download.pytorch.org/whl/cu128\n\ntorch==2.9.1+cu128 \\\n    --hash=sha256:" + "a" * 64 + "\n" \
-       "torchvision==0.24.1+cu128 \\\n    --hash=sha256:" + "b" * 64 + "\nnvidia-cublas-cu12==12.8.4.1 \\\n    --hash=sha256:" + "c" * 64 + "\n"
+GOOD = (
+    "--index-url https://download.pytorch.org/whl/cu128\n\ntorch==2.9.1+cu128 \\\n    --hash=sha256:" + "a" * 64 + "\n"
+    "torchvision==0.24.1+cu128 \\\n    --hash=sha256:"
+    + "b" * 64
+    + "\nnvidia-cublas-cu12==12.8.4.1 \\\n    --hash=sha256:"
+    + "c" * 64
+    + "\n"
+)
 EXPECTED = {"torch": "2.9.1+cu128", "torchvision": "0.24.1+cu128"}
 CUDA = Target("cuda", "12.8", "2.9.1", "3.11")
 
@@ -301,21 +273,23 @@ def test_verification_helper_installs_checks_and_compares_the_build(tmp_path, in
     pip_args = ("--index-url", f"{indexed.torch_root_url}/cu128", "--extra-index-url", indexed.pypi_url)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
     local_lock = tmp_path / "lock-local.txt"
-    local_lock.write_text("\n".join(l for l in lock.read_text().splitlines() if not l.startswith("--")) + "\n")
+    local_lock.write_text("\n".join(line for line in lock.read_text().splitlines() if not line.startswith("--")) + "\n")
     result = run_install_check(local_lock, Target("cuda", "12.8", "2.9.1", HOST_PYTHON), python, pip_args, env=env)
     assert result.ok, result.output
     assert result.torch == {"version": "2.9.1+cu128", "cuda": "12.8", "hip": None}
     wrong = run_install_check(local_lock, Target("cuda", "13.0", "2.9.1", HOST_PYTHON), python, pip_args, env=env)
     assert not wrong.ok and wrong.step == "import torch" and "CUDA 13.0" in wrong.output
     command = install_check_command("/app/requirements-rebuild.txt", Target("rocm", "6.4", "2.9.1", "3.11"))
-    assert command.startswith("python -m pip install --require-hashes --no-deps -r /app/requirements-rebuild.txt && python -m pip check && ")
+    assert command.startswith(
+        "python -m pip install --require-hashes --no-deps -r /app/requirements-rebuild.txt && python -m pip check && "
+    )
 
 
 def test_a_tampered_hash_fails_the_hashed_install(tmp_path, indexed):
     project = make_project(tmp_path / "p", "torch==2.9.1\n")
     run_lock(load_bundle(project), cpu=True)
     lock = project / "requirements-rebuild.txt"
-    text = "\n".join(l for l in lock.read_text().splitlines() if not l.startswith("--")) + "\n"
+    text = "\n".join(line for line in lock.read_text().splitlines() if not line.startswith("--")) + "\n"
     pins = parse_pins(text)
     torch_hashes = next(p for p in pins if p.name == "torch").hashes
     for digest in torch_hashes:
@@ -324,6 +298,11 @@ def test_a_tampered_hash_fails_the_hashed_install(tmp_path, indexed):
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")} | {"PIP_CONFIG_FILE": os.devnull}
-    result = run_install_check(tmp_path / "bad.txt", Target("cpu", "", "2.9.1", HOST_PYTHON), str(env_dir / "bin" / "python"),
-                         ("--index-url", f"{indexed.torch_root_url}/cpu", "--extra-index-url", indexed.pypi_url), env=env)
+    result = run_install_check(
+        tmp_path / "bad.txt",
+        Target("cpu", "", "2.9.1", HOST_PYTHON),
+        str(env_dir / "bin" / "python"),
+        ("--index-url", f"{indexed.torch_root_url}/cpu", "--extra-index-url", indexed.pypi_url),
+        env=env,
+    )
     assert not result.ok and result.step == "install" and "HASHES" in result.output.upper()

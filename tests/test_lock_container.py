@@ -6,11 +6,10 @@ import sys
 
 import pytest
 
-from bundler.target.bundle import load_bundle
-from bundler.lock.run import run_lock
 from bundler.lock.lockfile import bundle_lock, parse_pins, split_lock
-from tests.test_lock import make_project  # noqa: F401  (shared fixture project)
-from tests.test_lock import fake_index, indexed  # noqa: F401  (pytest fixtures)
+from bundler.lock.run import run_lock
+from bundler.target.bundle import load_bundle
+from tests.lock_support import make_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

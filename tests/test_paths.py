@@ -4,89 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from bundler.portability import scan as paths
-
-NOTEBOOK = {
-    "cells": [
-        {
-            "cell_type": "code",
-            "execution_count": 1,
-            "metadata": {},
-            "outputs": [{"name": "stdout", "output_type": "stream", "text": ["saved to /home/alice/datasets/clean.csv\n"]}],
-            "source": ["import pandas as pd\n", "df = pd.read_csv(\"/home/alice/datasets/train.csv\")\n"],
-        }
-    ],
-    "metadata": {"papermill": {"input_path": "/home/alice/laptop_repo/notebooks/explore.ipynb"}},
-    "nbformat": 4,
-    "nbformat_minor": 5,
-}
-
-LAPTOP_REPO = {
-    "src/app/__init__.py": "",
-    "src/app/train.py": (
-        '"""Train the classifier."""\n'                              # 1
-        "import os\n"                                                 # 2
-        "from pathlib import Path\n"                                  # 3
-        "\n"                                                          # 4
-        'DATA = "/home/alice/datasets/train.csv"\n'                  # 5 home
-        'CKPT = os.path.expanduser("~/checkpoints")\n'               # 6 home-lookup
-        'CACHE = Path.home() / ".cache"\n'                           # 7 home-lookup
-        'MODEL = "C:\\\\Users\\\\bob\\\\models\\\\m.pt"\n'           # 8 windows-user
-        'URL = "https://example.com/home/alice/data.csv"\n'          # 9 decoy: URL
-        'HOMEWORK = "/homework/notes.txt"\n'                         # 10 decoy: /homework
-        'SYSTEM = "/usr/share/dict/words"\n'                         # 11 decoy: system path
-        'OUT = "/tmp/experiment/out"  # results go here\n'           # 12 temp-dir (an output)
-        'SCRATCH = "/tmp/scratch"\n'                                 # 13 decoy: temp, not written to
-        'WSL = "/mnt/c/Users/bob/corpus"\n'                          # 14 wsl-user
-        "MASK = ~0x0F / 2\n"                                          # 15 decoy: operator
-    ),
-    "scripts/run.sh": "#!/bin/sh\npython -m app.train --data $HOME/datasets\ncp results.json ~/results/\n",
-    "config/train.yaml": (
-        "data_dir: /Users/alice/datasets\n"
-        "output_dir: /home/alice/laptop_repo/runs/exp1\n"
-        "docs_url: https://github.com/home/x\n"
-    ),
-    "config/settings.json": '{\n  "model_dir": "C:\\\\Users\\\\bob\\\\models",\n  "home_page": "http://example.org/Users/bob"\n}\n',
-    "requirements.txt": "numpy~=1.26\n-e /home/alice/src/mylib\n",
-    "Dockerfile": "FROM python:3.11-slim\nRUN rm -rf /tmp/*\n",
-    "notebooks/explore.ipynb": json.dumps(NOTEBOOK, indent=1) + "\n",
-    "README.md": "# Laptop repo\nData lives in /home/alice/datasets.\n",
-    "runs/.gitkeep": "",
-}
-
-EXPECTED = {
-    ("src/app/train.py", 5, "home"),
-    ("src/app/train.py", 6, "home-lookup"),
-    ("src/app/train.py", 7, "home-lookup"),
-    ("src/app/train.py", 8, "windows-user"),
-    ("src/app/train.py", 12, "temp-dir"),
-    ("src/app/train.py", 14, "wsl-user"),
-    ("scripts/run.sh", 2, "home-var"),
-    ("scripts/run.sh", 3, "tilde"),
-    ("config/train.yaml", 1, "home"),
-    ("config/train.yaml", 2, "home"),
-    ("config/settings.json", 2, "windows-user"),
-    ("requirements.txt", 2, "home"),
-    ("README.md", 2, "home"),
-}
-
-
-def build_tree(root: Path, files: dict[str, str | bytes]) -> Path:
-    """Write ``files`` (relative path -> text or bytes) under ``root``; return ``root``."""
-    for relative, content in files.items():
-        path = root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return root
+from tests.conftest import run_cli
+from tests.paths_support import EXPECTED, LAPTOP_REPO, build_tree
 
 
 @pytest.fixture
@@ -96,10 +20,6 @@ def laptop_repo(tmp_path) -> Path:
 
 def _line_of(text: str, needle: str) -> int:
     return next(number for number, line in enumerate(text.splitlines(), 1) if needle in line)
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bundler", *args], capture_output=True, text=True, cwd=cwd, check=False)
 
 
 def test_laptop_repo_findings_are_exact(laptop_repo):
@@ -129,7 +49,11 @@ def test_replacements_name_parameters_and_project_relative_paths(laptop_repo):
     windows = by_place[("config/settings.json", 2)]
     assert (windows.text, windows.parameter, windows.value) == ("C:\\\\Users\\\\bob\\\\models", "MODELS_ROOT", "C:\\Users\\bob\\models")
     lookup = by_place[("src/app/train.py", 6)]
-    assert (lookup.text, lookup.replacement, lookup.value) == ('os.path.expanduser("~/checkpoints")', "${CHECKPOINTS_ROOT}", "~/checkpoints")
+    assert (lookup.text, lookup.replacement, lookup.value) == (
+        'os.path.expanduser("~/checkpoints")',
+        "${CHECKPOINTS_ROOT}",
+        "~/checkpoints",
+    )
     # the same value everywhere gets the same name
     assert by_place[("config/train.yaml", 1)].parameter == "DATASETS_ROOT_2"  # /Users/alice/datasets differs
     assert by_place[("scripts/run.sh", 2)].replacement == "${DATASETS_ROOT_3}"
@@ -252,7 +176,11 @@ def test_read_bytes_reports_an_os_error_as_a_reason(tmp_path):
 def test_tool_folders_and_the_local_values_file_are_not_scanned(tmp_path):
     root = build_tree(
         tmp_path / "p",
-        {".git/config": "[x]\n\tpath = /home/alice/x\n", ".env.local": "DATA_ROOT=/home/alice/data\n",
-         ".bundler/backups/1/a.py": 'P = "/home/alice/x"\n', ".venv/lib/site.py": 'P = "/home/alice/x"\n'},
+        {
+            ".git/config": "[x]\n\tpath = /home/alice/x\n",
+            ".env.local": "DATA_ROOT=/home/alice/data\n",
+            ".bundler/backups/1/a.py": 'P = "/home/alice/x"\n',
+            ".venv/lib/site.py": 'P = "/home/alice/x"\n',
+        },
     )
     assert paths.scan(root).findings == []

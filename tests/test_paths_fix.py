@@ -18,7 +18,8 @@ from bundler.portability import fix as pathfix
 from bundler.portability.classify import read_env_local
 from bundler.portability.rewrite import NOTEBOOK_IMPORT, PACKAGE_IMPORT
 from bundler.portability.support import helper_source
-from tests.test_paths import LAPTOP_REPO, build_tree, run_cli
+from tests.conftest import run_cli
+from tests.paths_support import LAPTOP_REPO, build_tree
 
 
 @pytest.fixture
@@ -47,9 +48,7 @@ def test_fix_rewrites_python_exactly(laptop_repo):
     completed = run_cli("paths", str(laptop_repo), "--fix", "--json")
     assert completed.returncode == 0, completed.stderr
     assert (laptop_repo / "src/app/train.py").read_text() == (
-        '"""Train the classifier."""\n'
-        + PACKAGE_IMPORT
-        + "import os\n"
+        '"""Train the classifier."""\n' + PACKAGE_IMPORT + "import os\n"
         "from pathlib import Path\n"
         "\n"
         'DATA = param_path("DATASETS_ROOT", "train.csv")\n'
@@ -194,8 +193,9 @@ def test_read_only_file_is_refused_under_fix(tmp_path):
     assert completed.returncode == 1  # the read-only file keeps its finding
     report = json.loads(completed.stdout)
     refused = [c for c in report["fix"]["changes"] if c["status"] == "refused"]
-    assert refused == [{"file": "ro.py", "status": "refused", "fixed": 0, "manual": [],
-                        "reason": "read-only file (no write permission bit): not modified"}]
+    assert refused == [
+        {"file": "ro.py", "status": "refused", "fixed": 0, "manual": [], "reason": "read-only file (no write permission bit): not modified"}
+    ]
     assert (root / "ro.py").read_text() == 'P = "/home/alice/data"\n'
     assert [f["file"] for f in report["findings"]] == ["ro.py"]
     assert "read-only file" in completed.stderr
@@ -249,5 +249,7 @@ def test_a_fixed_script_runs_as_a_script_too(tmp_path):
     project = build_tree(tmp_path / "proj", {"tool.py": 'print(open("/root/notes/x.txt").read().strip())\n'})
     pathfix.fix(project)
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "NOTES_ROOT": str(data)}
-    completed = subprocess.run([sys.executable, str(project / "tool.py")], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    completed = subprocess.run(
+        [sys.executable, str(project / "tool.py")], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
     assert (completed.returncode, completed.stdout) == (0, "ok\n"), completed.stderr

@@ -31,8 +31,14 @@ def test_the_shipped_plan_fits_48_hours_in_a_72_hour_window(project):
     result, payload = _plan_json(project)
     assert result.returncode == 0, result.stderr
     assert payload["order"] == {
-        "card": "RTX 4090", "days": 3, "lots": 1, "cards_per_lot": 1, "total_cards": 1,
-        "lot_price_usd": "47.14", "total_usd": "47.14", "catalog": str((project / "catalog.toml").resolve()),
+        "card": "RTX 4090",
+        "days": 3,
+        "lots": 1,
+        "cards_per_lot": 1,
+        "total_cards": 1,
+        "lot_price_usd": "47.14",
+        "total_usd": "47.14",
+        "catalog": str((project / "catalog.toml").resolve()),
     }
     assert payload["schedule"]["longest_hours"] == "48" and payload["schedule"]["uncommitted_hours"] == "24"
     assert "48 h busy in the 72 h window leaves 24 h uncommitted" in result.stderr
@@ -56,7 +62,7 @@ def test_two_lots_total_is_lot_price_times_lots(project):
 
 
 def test_a_b200_lot_holds_two_cards_and_is_not_multiplied_again(project):
-    _edit(project / "catalog.toml", 'cards_per_lot = 2\nmemory_gb = 180', 'cards_per_lot = 2\nmemory_gb = 180\nprice = { 7 = "1000.50" }')
+    _edit(project / "catalog.toml", "cards_per_lot = 2\nmemory_gb = 180", 'cards_per_lot = 2\nmemory_gb = 180\nprice = { 7 = "1000.50" }')
     _edit(project / "plan.toml", 'card = "RTX 4090"', 'card = "B200"')
     _edit(project / "plan.toml", "days = 3", "days = 7")
     _edit(project / "plan.toml", "lots = 1", "lots = 3")

@@ -34,7 +34,9 @@ def test_summary_lists_every_run_with_its_status(project):
 def test_decide_appends_the_decision_and_summary_shows_it(project):
     plan_before = (project / "plan.toml").read_bytes()
     first = run_cli("runs", "decide", "c-stopped", "--decision", "revise-config", "--why", "lr 0 learns nothing", "--project", str(project))
-    second = run_cli("runs", "decide", "a-good", "--decision", "launch", "--why", "11/11 right, doc-12 rejected", "--project", str(project), "--json")
+    second = run_cli(
+        "runs", "decide", "a-good", "--decision", "launch", "--why", "11/11 right, doc-12 rejected", "--project", str(project), "--json"
+    )
     third = run_cli("runs", "decide", "a-good", "--decision", "fix-env", "--why", "the box has the wrong driver", "--project", str(project))
     assert first.returncode == second.returncode == third.returncode == 0, first.stderr
     history = read_jsonl(project / "runs/a-good/decisions.jsonl")

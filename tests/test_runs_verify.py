@@ -36,8 +36,18 @@ def test_a_real_run_is_an_accepted_delivery(project):
     payload = json.loads(result.stdout)
     assert payload["accepted"] is True
     names = {check["name"] for check in payload["checks"]}
-    assert {"manifest", "files_complete", "each_input_once", "no_invented_ids", "counts_add_up", "categories_allowed",
-            "rejection_reasons", "no_machine_paths", "run_status", "checkpoint_reload"} <= names
+    assert {
+        "manifest",
+        "files_complete",
+        "each_input_once",
+        "no_invented_ids",
+        "counts_add_up",
+        "categories_allowed",
+        "rejection_reasons",
+        "no_machine_paths",
+        "run_status",
+        "checkpoint_reload",
+    } <= names
     assert all(check["ok"] for check in payload["checks"])
     assert "doc-" in next(c for c in payload["checks"] if c["name"] == "checkpoint_reload")["detail"]
 
@@ -155,7 +165,14 @@ def test_a_folder_that_is_not_a_run(tmp_path):
     result = run_cli("runs", "verify", str(tmp_path), "--json")
     assert result.returncode == 1
     checks = json.loads(result.stdout)["checks"]
-    assert checks == [{"name": "run_folder", "ok": False, "detail": f"{tmp_path} holds none of manifest.json, inputs.json, predictions.jsonl, rejections.jsonl, summary.json, checkpoint.pt: it is not a run folder."}]
+    assert checks == [
+        {
+            "name": "run_folder",
+            "ok": False,
+            "detail": f"{tmp_path} holds none of manifest.json, inputs.json, predictions.jsonl, rejections.jsonl, summary.json, "
+            "checkpoint.pt: it is not a run folder.",
+        }
+    ]
 
 
 def test_a_missing_folder_is_a_usage_error(tmp_path):

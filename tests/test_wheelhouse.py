@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from bundler.target.bundle import load_bundle
 from bundler.errors import BuildError
-from bundler.lock.run import run_lock
 from bundler.image.wheelhouse import cache_root, gather, platform_tags
 from bundler.lock.lockfile import fresh_lock
-from tests.test_lock import fake_index, make_project  # noqa: F401  (fixture)
+from bundler.lock.run import run_lock
+from bundler.target.bundle import load_bundle
+from tests.lock_support import make_project
 
 
 @pytest.fixture
-def locked_rocm(tmp_path, fake_index, monkeypatch):  # noqa: F811
+def locked_rocm(tmp_path, fake_index, monkeypatch):
     monkeypatch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
     monkeypatch.setenv("BUNDLER_PIP_RETRIES", "0")
     project = make_project(tmp_path / "p", "torch==2.9.1\n", backend="rocm", accelerator="6.4", python="3.11")
@@ -28,7 +28,9 @@ def test_gather_downloads_the_targets_wheels_once_into_the_shared_cache(locked_r
     assert any(name.startswith("pytorch_triton_rocm-") for name in names)
     assert all(wheel.path.is_relative_to(cache_root()) and wheel.sha256 in wheel.path.parent.name for wheel in wheels)
     # second time: everything comes from the cache, so a dead index does not matter
-    monkeypatch.setenv("BUNDLER_INDEX_MAP", "https://download.pytorch.org/whl=file:///nonexistent https://pypi.org/simple=file:///nonexistent")
+    monkeypatch.setenv(
+        "BUNDLER_INDEX_MAP", "https://download.pytorch.org/whl=file:///nonexistent https://pypi.org/simple=file:///nonexistent"
+    )
     again = gather(fresh_lock(locked_rocm), locked_rocm.target)
     assert [w.path for w in again] == [w.path for w in wheels]
 

@@ -12,15 +12,34 @@ from bundler.cli.output import Output
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("build", help="Build the bundle's image (locked wheels offline, secrets left out), smoke-test it, tag it; optionally export or push it.")
+    @app.command(
+        "build",
+        help="Build the bundle's image (locked wheels offline, secrets left out), smoke-test it, tag it; optionally export or push it.",
+    )
     @handles_errors
     def build_command(
         project: ProjectArg = None,
-        tag: Annotated[Optional[str], typer.Option("--tag", metavar="TAG", help="Tag of the image (default: bundler/<name>:<build>-<lock sha>).", show_default=False)] = None,
-        base: Annotated[Optional[str], typer.Option("--base", metavar="IMAGE", help="Base image instead of bundle.toml's base_image.", show_default=False)] = None,
-        export: Annotated[Optional[Path], typer.Option("--export", metavar="FILE.tar", help="Save the image to FILE.tar with FILE.tar.sha256 beside it.", show_default=False)] = None,
-        push: Annotated[Optional[str], typer.Option("--push", metavar="REF", help="Push the image to a registry as REF (HOST[:PORT]/NAME[:TAG]).", show_default=False)] = None,
-        strict: Annotated[bool, typer.Option("--strict", help="Fail (and tag nothing) when the image is over [build] size_budget_mb.")] = False,
+        tag: Annotated[
+            Optional[str],
+            typer.Option("--tag", metavar="TAG", help="Tag of the image (default: bundler/<name>:<build>-<lock sha>).", show_default=False),
+        ] = None,
+        base: Annotated[
+            Optional[str],
+            typer.Option("--base", metavar="IMAGE", help="Base image instead of bundle.toml's base_image.", show_default=False),
+        ] = None,
+        export: Annotated[
+            Optional[Path],
+            typer.Option(
+                "--export", metavar="FILE.tar", help="Save the image to FILE.tar with FILE.tar.sha256 beside it.", show_default=False
+            ),
+        ] = None,
+        push: Annotated[
+            Optional[str],
+            typer.Option("--push", metavar="REF", help="Push the image to a registry as REF (HOST[:PORT]/NAME[:TAG]).", show_default=False),
+        ] = None,
+        strict: Annotated[
+            bool, typer.Option("--strict", help="Fail (and tag nothing) when the image is over [build] size_budget_mb.")
+        ] = False,
         json_output: JsonFlag = False,
     ) -> None:
         from bundler.image.build import run_build
@@ -34,7 +53,9 @@ def register(app: typer.Typer) -> None:
         for note in result.notes:
             out.say(f"note: {note}")
         smoke = result.smoke.get("torch", {})
-        out.say(f"Smoke test passed: torch {smoke.get('version')} (cuda {smoke.get('cuda')}, hip {smoke.get('hip')}), lock verified in place.")
+        out.say(
+            f"Smoke test passed: torch {smoke.get('version')} (cuda {smoke.get('cuda')}, hip {smoke.get('hip')}), lock verified in place."
+        )
         out.say(f"Built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f} s.")
         out.say(f"Run it: docker run --rm {result.tag}   ·   diagnostics: docker run --rm {result.tag} diagnose")
         if result.export:

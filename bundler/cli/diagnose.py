@@ -17,9 +17,14 @@ def register(app: typer.Typer) -> None:
     @app.command("diagnose")
     @handles_errors
     def diagnose_command(
-        image: Annotated[Optional[str], typer.Option("--image", metavar="TAG", help="Run the diagnostics inside this built image.", show_default=False)] = None,
+        image: Annotated[
+            Optional[str], typer.Option("--image", metavar="TAG", help="Run the diagnostics inside this built image.", show_default=False)
+        ] = None,
         local: Annotated[bool, typer.Option("--local", help="Run them here with the current interpreter (the default).")] = False,
-        project: Annotated[Optional[Path], typer.Option("--project", help="Project folder holding bundle.toml (default: the current folder).", show_default=False)] = None,
+        project: Annotated[
+            Optional[Path],
+            typer.Option("--project", help="Project folder holding bundle.toml (default: the current folder).", show_default=False),
+        ] = None,
         keep_going: Annotated[bool, typer.Option("--keep-going", help="Run every stage even after a failure.")] = False,
         json_output: JsonFlag = False,
     ) -> None:
@@ -38,8 +43,14 @@ def register(app: typer.Typer) -> None:
             out.say(f"Running diagnostics with {sys.executable}…")
             result = diagnose.run_local(bundle, keep_going=keep_going, echo=sys.stderr.write)
         out.say(f"Report: {result.report_path}")
-        document = {"ok": result.exit_code == 0, "mode": result.mode, "report_path": str(result.report_path),
-                    "exit_code": result.exit_code, "notes": result.notes, "report": result.report}
+        document = {
+            "ok": result.exit_code == 0,
+            "mode": result.mode,
+            "report_path": str(result.report_path),
+            "exit_code": result.exit_code,
+            "notes": result.notes,
+            "report": result.report,
+        }
         failure = result.failure()
         if failure is not None:
             failure.result = document

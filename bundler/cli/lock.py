@@ -15,13 +15,23 @@ def register(app: typer.Typer) -> None:
     @handles_errors
     def lock_command(
         project: ProjectArg = None,
-        cuda: Annotated[Optional[str], typer.Option("--cuda", metavar="VER", help="Target the CUDA build, e.g. 12.8 (index cu128).")] = None,
-        rocm: Annotated[Optional[str], typer.Option("--rocm", metavar="VER", help="Target the ROCm build, e.g. 6.4 (index rocm6.4).")] = None,
+        cuda: Annotated[
+            Optional[str], typer.Option("--cuda", metavar="VER", help="Target the CUDA build, e.g. 12.8 (index cu128).")
+        ] = None,
+        rocm: Annotated[
+            Optional[str], typer.Option("--rocm", metavar="VER", help="Target the ROCm build, e.g. 6.4 (index rocm6.4).")
+        ] = None,
         cpu: Annotated[bool, typer.Option("--cpu", help="Target the CPU build.")] = False,
-        torch: Annotated[Optional[str], typer.Option("--torch", metavar="VER", help="torch release, e.g. 2.9.1 (2.9 = its latest patch).")] = None,
+        torch: Annotated[
+            Optional[str], typer.Option("--torch", metavar="VER", help="torch release, e.g. 2.9.1 (2.9 = its latest patch).")
+        ] = None,
         python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="Python minor version of the Target.")] = None,
-        upgrade: Annotated[bool, typer.Option("--upgrade", help="Resolve again from scratch, ignoring the pins of the current lock.")] = False,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan (index URL, labelled pins, base image); resolve and write nothing.")] = False,
+        upgrade: Annotated[
+            bool, typer.Option("--upgrade", help="Resolve again from scratch, ignoring the pins of the current lock.")
+        ] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Print the plan (index URL, labelled pins, base image); resolve and write nothing.")
+        ] = False,
         json_output: JsonFlag = False,
     ) -> None:
         from bundler.lock.run import run_lock
@@ -44,13 +54,19 @@ def _report(out: Output, result) -> None:
     out.say(f"  pins        {'  '.join(data['pins'])}")
     out.say(f"  base image  {spec.base_image}  (devel: {spec.base_images['devel']})")
     if data["driver"]:
-        out.say(f"  driver      >= {data['driver']['minor_compat']} (minor-version compatibility), >= {data['driver']['toolkit']} for the full toolkit / PTX JIT")
+        out.say(
+            f"  driver      >= {data['driver']['minor_compat']} (minor-version compatibility), >= {data['driver']['toolkit']} for the "
+            "full toolkit / PTX JIT"
+        )
     if data["arch"]:
         out.say(f"  arch        {' '.join(data['arch'])}")
     out.say(f"  resolve in  {data['resolve_in']}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
     for note in spec.notes:
         out.say(f"  note        {note}")
     if result.action == "written":
-        out.say(f"Wrote {result.lock_path} ({result.resolution.where}, {result.resolution.seconds:.1f} s)" + ("; bundle.toml [target] updated." if result.target_updated else "."))
+        out.say(
+            f"Wrote {result.lock_path} ({result.resolution.where}, {result.resolution.seconds:.1f} s)"
+            + ("; bundle.toml [target] updated." if result.target_updated else ".")
+        )
         if result.backup:
             out.say(f"The hand-edited lock was kept as {result.backup}.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, List, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -20,7 +20,9 @@ def register(app: typer.Typer) -> None:
         dest: Annotated[Path, typer.Argument(help="Folder to create (must not exist, or be empty).", show_default=False)],
         backend: Annotated[Optional[str], typer.Option(help="cuda, rocm or cpu (default cpu).", show_default=False)] = None,
         name: Annotated[Optional[str], typer.Option(help="Human name of the project (default: from DEST).", show_default=False)] = None,
-        set_: Annotated[Optional[List[str]], typer.Option("--set", metavar="KEY=VALUE", help="Set any template variable; repeatable.")] = None,
+        set_: Annotated[
+            Optional[list[str]], typer.Option("--set", metavar="KEY=VALUE", help="Set any template variable; repeatable.")
+        ] = None,
         no_input: Annotated[bool, typer.Option("--no-input", help="Never prompt; use defaults and --set values.")] = False,
         json_output: JsonFlag = False,
     ) -> None:

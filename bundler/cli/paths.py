@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
             raise FindingsError(
                 f"{len(scanned.failing)} machine-specific path(s) remain in {files} file(s) under {scanned.root}.",
                 hint="Each is listed above with its replacement; `bundler paths --fix` rewrites them (backups under .bundler/backups/)."
-                if not fix else "The ones left could not be rewritten safely (listed above with the reason): change them by hand.",
+                if not fix
+                else "The ones left could not be rewritten safely (listed above with the reason): change them by hand.",
                 path=scanned.root,
                 result=_as_json(scanned, fixed),
             )

@@ -99,7 +99,8 @@ def _order(out: Output, campaign) -> None:
         ],
     )
     out.say(
-        f"Total = price of one lot for {campaign.days} days x {campaign.lots} lot(s); the lot price already includes its cards. Prices from {campaign.catalog_path}."
+        f"Total = price of one lot for {campaign.days} days x {campaign.lots} lot(s); the lot price already includes its cards. Prices "
+        f"from {campaign.catalog_path}."
     )
     if campaign.lots > 1:
         out.say("Several lots help independent variants; they do not shorten one run nor pool memory.")
@@ -140,5 +141,6 @@ def _actuals(out: Output, comparison, cost) -> None:
     else:
         out.say(
             f"Cost per accepted delivery: {money(cost['cost_per_delivery_usd'])} USD "
-            f"({money(cost['package_usd'])} USD / {cost['deliveries']} delivered corpus(es), {cost['accepted_runs']} accepted run(s)); {spent}."
+            f"({money(cost['package_usd'])} USD / {cost['deliveries']} delivered corpus(es), {cost['accepted_runs']} accepted run(s)); "
+            f"{spent}."
         )

@@ -15,7 +15,9 @@ from bundler.errors import FindingsError
 runs_app = typer.Typer(help="Check, export, summarize and decide on the trials under runs/.", no_args_is_help=True)
 
 RunDirArg = Annotated[Path, typer.Argument(help="A run folder, e.g. runs/pilot-001 (or an exported copy).", show_default=False)]
-NoReload = Annotated[bool, typer.Option("--no-reload", help="Skip the checkpoint reload in a fresh process (fast, but the run is then not proven).")]
+NoReload = Annotated[
+    bool, typer.Option("--no-reload", help="Skip the checkpoint reload in a fresh process (fast, but the run is then not proven).")
+]
 PythonOpt = Annotated[
     Optional[str],
     typer.Option("--python", help="Interpreter with torch for the checkpoint reload (default: bundler's own).", show_default=False),
@@ -44,7 +46,8 @@ def verify_command(run_dir: RunDirArg, no_reload: NoReload = False, python: Pyth
     document = {"ok": result.accepted, **result.as_dict()}
     if not result.accepted:
         raise FindingsError(
-            f"run {run_dir} is not an accepted delivery: {len(result.problems)} check(s) failed ({', '.join(c.name for c in result.problems)}).",
+            f"run {run_dir} is not an accepted delivery: {len(result.problems)} check(s) failed "
+            f"({', '.join(c.name for c in result.problems)}).",
             hint="Each failed check is named above with what it found; the run folder was not modified.",
             path=run_dir,
             result=document,
@@ -77,7 +80,8 @@ def export_command(
     document = {"ok": export.verification.accepted, **export.as_dict()}
     if not export.verification.accepted:
         raise FindingsError(
-            f"the copy in {dest} is intact but the run is not an accepted delivery ({', '.join(c.name for c in export.verification.problems)}).",
+            f"the copy in {dest} is intact but the run is not an accepted delivery "
+            f"({', '.join(c.name for c in export.verification.problems)}).",
             hint="The copy is kept as evidence; see the failed checks above.",
             path=dest,
             result=document,
@@ -123,9 +127,14 @@ def summary_command(project: ProjectArg = None, json_output: JsonFlag = False) -
 @handles_errors
 def decide_command(
     run_id: Annotated[str, typer.Argument(help="ID of the run (a folder under runs/).", show_default=False)],
-    decision: Annotated[Decision, typer.Option("--decision", help="launch the planned volume, fix the environment, or revise the configuration.", show_default=False)],
+    decision: Annotated[
+        Decision,
+        typer.Option("--decision", help="launch the planned volume, fix the environment, or revise the configuration.", show_default=False),
+    ],
     why: Annotated[str, typer.Option("--why", help="The rationale, stored with the decision.", show_default=False)],
-    project: Annotated[Optional[Path], typer.Option("--project", help="Project folder (default: the current folder).", show_default=False)] = None,
+    project: Annotated[
+        Optional[Path], typer.Option("--project", help="Project folder (default: the current folder).", show_default=False)
+    ] = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Store a decision and its rationale in the run (appended; the plan is never rewritten)."""
@@ -140,10 +149,15 @@ def decide_command(
 
 
 def _report(out: Output, result) -> None:
-    out.table(f"Checks of {result.run_dir}", ["check", "ok", "detail"], [[c.name, "yes" if c.ok else "NO", c.detail] for c in result.checks])
+    out.table(
+        f"Checks of {result.run_dir}", ["check", "ok", "detail"], [[c.name, "yes" if c.ok else "NO", c.detail] for c in result.checks]
+    )
     if result.reload_seconds is not None:
         out.say(f"Checkpoint reload in a fresh process: {result.reload_seconds:.1f} s.")
-    out.say("Accepted delivery." if result.accepted else f"NOT accepted: {len(result.problems)} check(s) failed.", style="green" if result.accepted else "red")
+    out.say(
+        "Accepted delivery." if result.accepted else f"NOT accepted: {len(result.problems)} check(s) failed.",
+        style="green" if result.accepted else "red",
+    )
 
 
 def _dash(value) -> str:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
-
 from bundler.errors import ProjectFileError
 from bundler.fsutil import read_toml
 
@@ -81,7 +80,9 @@ def load_campaign(project: Path) -> Campaign:
     catalog = load_catalog(catalog_path)
     package = raw.get("package")
     if not isinstance(package, dict):
-        raise ProjectFileError(f"{path} lacks a [package] table.", hint='Add [package] with card = "RTX 4090", days = 3, lots = 1.', path=path)
+        raise ProjectFileError(
+            f"{path} lacks a [package] table.", hint='Add [package] with card = "RTX 4090", days = 3, lots = 1.', path=path
+        )
     card_name = package.get("card")
     if card_name not in catalog:
         raise ProjectFileError(
@@ -93,14 +94,22 @@ def load_campaign(project: Path) -> Campaign:
     card = catalog[card_name]
     days = _whole(package.get("days"), path, "package.days")
     if days not in DURATIONS:
-        raise ProjectFileError(f"{path}: package.days = {days} is not a package length.", hint="Packages last 3, 7 or 30 days.", path=path, value=days)
+        raise ProjectFileError(
+            f"{path}: package.days = {days} is not a package length.", hint="Packages last 3, 7 or 30 days.", path=path, value=days
+        )
     lots = _whole(package.get("lots"), path, "package.lots")
     if not 1 <= lots <= MAX_LOTS:
-        raise ProjectFileError(f"{path}: package.lots = {lots} is outside 1 to {MAX_LOTS}.", hint="Order between 1 and 10 lots (a B200 lot holds two cards).", path=path, value=lots)
+        raise ProjectFileError(
+            f"{path}: package.lots = {lots} is outside 1 to {MAX_LOTS}.",
+            hint="Order between 1 and 10 lots (a B200 lot holds two cards).",
+            path=path,
+            value=lots,
+        )
     if days not in card.prices:
         raise ProjectFileError(
             f"the catalog {catalog_path} has no {days}-day price for {card.name}.",
-            hint=f"Add it under [cards.\"{card.name}\".price] as {days} = \"<USD per lot>\" from the offer you see; priced durations: {', '.join(map(str, sorted(card.prices))) or 'none'}.",
+            hint=f'Add it under [cards."{card.name}".price] as {days} = "<USD per lot>" from the offer you see; priced durations: '
+            f"{', '.join(map(str, sorted(card.prices))) or 'none'}.",
             path=catalog_path,
         )
     steps = [_step(entry, index, path, lots) for index, entry in enumerate(raw.get("steps", []), 1)]
@@ -109,22 +118,29 @@ def load_campaign(project: Path) -> Campaign:
 
 
 def load_catalog(path: Path) -> dict[str, Card]:
-    raw = _read_toml(path, "The catalog lists prices in USD per lot: [cards.\"RTX 4090\"] cards_per_lot = 1, price = { 3 = \"47.14\", 7 = \"110\", 30 = \"390\" }.")
+    raw = _read_toml(
+        path,
+        'The catalog lists prices in USD per lot: [cards."RTX 4090"] cards_per_lot = 1, price = { 3 = "47.14", 7 = "110", 30 = "390" }.',
+    )
     cards = raw.get("cards")
     if not isinstance(cards, dict) or not cards:
-        raise ProjectFileError(f"{path} lists no [cards.\"NAME\"] table.", hint="Add at least the card you plan to rent.", path=path)
+        raise ProjectFileError(f'{path} lists no [cards."NAME"] table.', hint="Add at least the card you plan to rent.", path=path)
     catalog = {}
     for name, entry in cards.items():
         if not isinstance(entry, dict):
             raise ProjectFileError(f"{path}: cards.{name} must be a table.", hint="See the RTX 4090 example.", path=path)
-        per_lot = _whole(entry.get("cards_per_lot", 1), path, f"cards.\"{name}\".cards_per_lot")
+        per_lot = _whole(entry.get("cards_per_lot", 1), path, f'cards."{name}".cards_per_lot')
         if per_lot < 1:
-            raise ProjectFileError(f"{path}: cards.\"{name}\".cards_per_lot must be at least 1.", hint="A lot holds one card (B200: two).", path=path)
+            raise ProjectFileError(
+                f'{path}: cards."{name}".cards_per_lot must be at least 1.', hint="A lot holds one card (B200: two).", path=path
+            )
         prices = {}
         for days, price in (entry.get("price") or {}).items():
             if not str(days).isdigit() or int(days) not in DURATIONS:
-                raise ProjectFileError(f"{path}: cards.\"{name}\".price names {days!r} days.", hint="Prices exist for 3, 7 and 30 days.", path=path)
-            prices[int(days)] = _money(price, path, f"cards.\"{name}\".price.{days}")
+                raise ProjectFileError(
+                    f'{path}: cards."{name}".price names {days!r} days.', hint="Prices exist for 3, 7 and 30 days.", path=path
+                )
+            prices[int(days)] = _money(price, path, f'cards."{name}".price.{days}')
         memory = entry.get("memory_gb")
         catalog[name] = Card(name, per_lot, int(memory) if isinstance(memory, (int, Decimal)) else None, prices)
     return catalog
@@ -136,16 +152,30 @@ def _step(entry: object, index: int, path: Path, lots: int) -> Step:
     name = str(entry["name"])
     hours = entry.get("hours")
     if isinstance(hours, bool) or not isinstance(hours, (int, Decimal)):
-        raise ProjectFileError(f"{path}: step {name!r} needs hours as a number, got {hours!r}.", hint="Machine-busy hours, e.g. hours = 12.", path=path, value=hours)
+        raise ProjectFileError(
+            f"{path}: step {name!r} needs hours as a number, got {hours!r}.",
+            hint="Machine-busy hours, e.g. hours = 12.",
+            path=path,
+            value=hours,
+        )
     hours = Decimal(hours)
     if hours < 0:
-        raise ProjectFileError(f"{path}: step {name!r} has negative hours ({hours}).", hint="A duration is zero or more hours.", path=path, value=str(hours))
+        raise ProjectFileError(
+            f"{path}: step {name!r} has negative hours ({hours}).", hint="A duration is zero or more hours.", path=path, value=str(hours)
+        )
     lot = _whole(entry.get("lot", 1), path, f"step {name!r} lot")
     if not 1 <= lot <= lots:
-        raise ProjectFileError(f"{path}: step {name!r} runs on lot {lot}, the package has {lots}.", hint="Number lots from 1; two steps on one lot run one after the other.", path=path, value=lot)
+        raise ProjectFileError(
+            f"{path}: step {name!r} runs on lot {lot}, the package has {lots}.",
+            hint="Number lots from 1; two steps on one lot run one after the other.",
+            path=path,
+            value=lot,
+        )
     priority = entry.get("priority", "essential")
     if priority not in PRIORITIES:
-        raise ProjectFileError(f"{path}: step {name!r} has priority {priority!r}.", hint=f"Use one of: {', '.join(PRIORITIES)}.", path=path, value=priority)
+        raise ProjectFileError(
+            f"{path}: step {name!r} has priority {priority!r}.", hint=f"Use one of: {', '.join(PRIORITIES)}.", path=path, value=priority
+        )
     runs = entry.get("runs", ())
     runs = (runs,) if isinstance(runs, str) else tuple(str(r) for r in runs)
     return Step(name, hours, lot, bool(entry.get("machine", True)), priority, runs)
@@ -153,24 +183,39 @@ def _step(entry: object, index: int, path: Path, lots: int) -> Step:
 
 def _expense(entry: object, path: Path) -> tuple[str, Decimal]:
     if not isinstance(entry, dict) or "name" not in entry or "usd" not in entry:
-        raise ProjectFileError(f"{path}: each [[expenses]] needs name and usd.", hint='[[expenses]] name = "storage", usd = "4.00"', path=path)
+        raise ProjectFileError(
+            f"{path}: each [[expenses]] needs name and usd.", hint='[[expenses]] name = "storage", usd = "4.00"', path=path
+        )
     amount = _money(entry["usd"], path, f"expense {entry['name']!r}")
     return str(entry["name"]), amount
 
 
 def _money(value: object, path: Path, where: str) -> Decimal:
     try:
-        amount = value if isinstance(value, Decimal) else Decimal(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+        amount = (
+            value
+            if isinstance(value, Decimal)
+            else Decimal(str(value))
+            if isinstance(value, (str, int)) and not isinstance(value, bool)
+            else None
+        )
     except ArithmeticError:
         amount = None
     if amount is None or not amount.is_finite() or amount < 0:
-        raise ProjectFileError(f"{path}: {where} = {value!r} is not an amount of USD.", hint='Write it as "47.14" (a non-negative number).', path=path, value=str(value))
+        raise ProjectFileError(
+            f"{path}: {where} = {value!r} is not an amount of USD.",
+            hint='Write it as "47.14" (a non-negative number).',
+            path=path,
+            value=str(value),
+        )
     return amount
 
 
 def _whole(value: object, path: Path, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, Decimal)) or Decimal(value) != int(value):
-        raise ProjectFileError(f"{path}: {where} must be a whole number, got {value!r}.", hint="For example days = 3, lots = 1.", path=path, value=str(value))
+        raise ProjectFileError(
+            f"{path}: {where} must be a whole number, got {value!r}.", hint="For example days = 3, lots = 1.", path=path, value=str(value)
+        )
     return int(value)
 
 
@@ -227,7 +272,15 @@ def planned_vs_actual(campaign: Campaign, rows: list) -> list[dict]:
         matched = [row for row in rows if any(fnmatch.fnmatchcase(row.run_id, pattern) for pattern in step.runs)]
         seconds = sum(Decimal(str(row.seconds)) for row in matched if isinstance(row.seconds, (int, float)))
         actual = (seconds / 3600).quantize(Decimal("0.001"))
-        lines.append({"step": step.name, "planned_hours": step.hours, "actual_hours": actual, "deviation_hours": actual - step.hours, "runs": [row.run_id for row in matched]})
+        lines.append(
+            {
+                "step": step.name,
+                "planned_hours": step.hours,
+                "actual_hours": actual,
+                "deviation_hours": actual - step.hours,
+                "runs": [row.run_id for row in matched],
+            }
+        )
     return lines
 
 
@@ -242,7 +295,9 @@ def delivery_cost(campaign: Campaign, rows: list) -> dict:
         result["reasons"] = []
     else:
         result["cost_per_delivery_usd"] = None
-        result["reasons"] = [f"{row.run_id}: {row.status}" + (f" ({'; '.join(row.reasons)})" if row.reasons else "") for row in rows] or ["no run yet"]
+        result["reasons"] = [f"{row.run_id}: {row.status}" + (f" ({'; '.join(row.reasons)})" if row.reasons else "") for row in rows] or [
+            "no run yet"
+        ]
     return result
 
 

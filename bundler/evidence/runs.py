@@ -50,9 +50,15 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
     if not run_dir.is_dir():
         raise UsageError(f"run folder {run_dir} does not exist.", hint="Pass a folder under runs/, e.g. runs/pilot-001.", path=run_dir)
     if dest.exists() or dest.is_symlink():
-        raise ExistsError(f"export destination {dest} already exists; an export never overwrites.", hint="Choose a new folder, e.g. add the date to its name.", path=dest)
+        raise ExistsError(
+            f"export destination {dest} already exists; an export never overwrites.",
+            hint="Choose a new folder, e.g. add the date to its name.",
+            path=dest,
+        )
     if dest.resolve().is_relative_to(run_dir.resolve()):
-        raise UsageError(f"export destination {dest} is inside the run folder {run_dir}.", hint="Export to a folder outside the run.", path=dest)
+        raise UsageError(
+            f"export destination {dest} is inside the run folder {run_dir}.", hint="Export to a folder outside the run.", path=dest
+        )
     hashes = file_hashes(run_dir)
     checksums = run_dir / CHECKSUMS
     atomic_write_text(checksums, "".join(f"{digest}  {name}\n" for name, digest in hashes.items()))
@@ -73,7 +79,8 @@ def pull_commands(run_id: str, dest: Path) -> dict:
     """How to get a run from a rented box when bundler runs on the workstation."""
     box = "USER@BOX:PROJECT"
     return {
-        "checksums_on_box": f"cd PROJECT/runs/{run_id} && find . -type f ! -name {CHECKSUMS} -print0 | sort -z | xargs -0 sha256sum > {CHECKSUMS}",
+        "checksums_on_box": f"cd PROJECT/runs/{run_id} && find . -type f ! -name {CHECKSUMS} -print0 | sort -z | xargs -0 sha256sum > "
+        f"{CHECKSUMS}",
         "rsync": f"rsync -av --partial {box}/runs/{run_id}/ {dest}/",
         "scp": f"scp -rp {box}/runs/{run_id} {dest}",
         "check_copy": f"(cd {dest} && sha256sum -c --quiet {CHECKSUMS}) && bundler runs verify {dest}",
@@ -85,7 +92,9 @@ def runs_dir(project: Path) -> Path:
     """The project's runs folder, as config/pilot.json names it (default runs/)."""
     project = Path(project)
     if not project.is_dir():
-        raise UsageError(f"project folder {project} does not exist.", hint="Pass the project folder (it holds config/ and runs/).", path=project)
+        raise UsageError(
+            f"project folder {project} does not exist.", hint="Pass the project folder (it holds config/ and runs/).", path=project
+        )
     config = project / "config" / "pilot.json"
     name = "runs"
     if config.is_file():
@@ -115,7 +124,9 @@ def run_status(run_dir: Path) -> tuple[str, list[str]]:
     summary = _read_json(run_dir / "summary.json")
     if not summary:
         manifest = _read_json(run_dir / "manifest.json")
-        return "incomplete", [f"status {manifest.get('status', 'unknown')!r}, no summary.json: interrupted (resume with --resume {run_dir.name})"]
+        return "incomplete", [
+            f"status {manifest.get('status', 'unknown')!r}, no summary.json: interrupted (resume with --resume {run_dir.name})"
+        ]
     if summary.get("stopped"):
         stopped = summary["stopped"]
         return "stopped", [f"stop rule {stopped.get('rule')}: {stopped.get('reason')}"]
@@ -158,7 +169,9 @@ def record_decision(project: Path, run_id: str, decision: str, why: str) -> dict
         raise UsageError("a decision needs its rationale.", hint='Add --why "what you saw and why this decision".')
     run_dir = runs_dir(project) / run_id
     if not (run_dir / "manifest.json").is_file():
-        raise UsageError(f"no run {run_id} in {run_dir.parent}.", hint="`bundler runs summary` lists the runs of the project.", value=run_id)
+        raise UsageError(
+            f"no run {run_id} in {run_dir.parent}.", hint="`bundler runs summary` lists the runs of the project.", value=run_id
+        )
     status, reasons = run_status(run_dir)
     from datetime import datetime, timezone
 

@@ -168,7 +168,7 @@ def check_files_complete(data: RunData) -> Check:
     for problem in (data.manifest_problem, data.summary_problem, data.inputs_problem):
         if problem and "is missing" not in problem:
             problems.append(problem)
-    for name, lines in (("predictions.jsonl", data.predictions), ("rejections.jsonl", data.rejections)):
+    for lines in (data.predictions, data.rejections):
         problems += lines.problems
     expected_accepted = _summary_count(data, "accepted")
     if data.predictions.exists and data.predictions.empty and expected_accepted:
@@ -232,7 +232,9 @@ def check_categories(data: RunData) -> Check:
 
 def check_rejection_reasons(data: RunData) -> Check:
     bare = [str(r.get("id")) for r in data.rejections.records if not (isinstance(r.get("reason"), str) and r["reason"].strip())]
-    return _verdict("rejection_reasons", _named("rejected without a reason", bare), f"{len(data.rejections.records)} rejections, each with its reason")
+    return _verdict(
+        "rejection_reasons", _named("rejected without a reason", bare), f"{len(data.rejections.records)} rejections, each with its reason"
+    )
 
 
 def check_machine_paths(data: RunData) -> Check:
@@ -248,7 +250,11 @@ def check_machine_paths(data: RunData) -> Check:
             found = machine_paths(line)
             if found:
                 findings.append(f"{name}:{number} {found[0][1]!r}")
-    return _verdict("no_machine_paths", _named("path into a temporary or home folder", findings), "no path into a temporary or home folder in the outputs")
+    return _verdict(
+        "no_machine_paths",
+        _named("path into a temporary or home folder", findings),
+        "no path into a temporary or home folder in the outputs",
+    )
 
 
 def check_run_status(data: RunData) -> Check:
@@ -261,7 +267,9 @@ def check_run_status(data: RunData) -> Check:
     status = summary.get("status")
     failed = [name for name, ok in (summary.get("checks") or {}).items() if not ok]
     if status != "complete" or failed:
-        return Check("run_status", False, f"status {status!r}" + (f"; the pilot's own checks failed: {', '.join(failed)}" if failed else ""))
+        return Check(
+            "run_status", False, f"status {status!r}" + (f"; the pilot's own checks failed: {', '.join(failed)}" if failed else "")
+        )
     return Check("run_status", True, "complete, not stopped, the pilot's own checks passed")
 
 

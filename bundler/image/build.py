@@ -75,13 +75,28 @@ class BuildResult:
 
     def as_dict(self) -> dict:
         return {
-            "ok": True, "tag": self.tag, "image_id": self.image_id, "flavour": self.flavour, "base_image": self.base,
-            "base_recorded": self.base_recorded, "labels": self.labels, "size": self.size.as_dict(),
-            "context": {"bytes": self.context_bytes, "wheelhouse_bytes": self.wheelhouse_bytes, "project_bytes": self.project_bytes,
-                        "deps_context_bytes": self.deps.get("deps_context_bytes", 0), "deps_image": self.deps.get("deps_image"),
-                        "deps_reused": self.deps.get("deps_reused")},
-            "secrets_excluded": self.secrets_excluded, "smoke_test": self.smoke, "notes": self.notes,
-            "export": self.export, "push": self.push, "seconds": round(self.seconds, 1),
+            "ok": True,
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "flavour": self.flavour,
+            "base_image": self.base,
+            "base_recorded": self.base_recorded,
+            "labels": self.labels,
+            "size": self.size.as_dict(),
+            "context": {
+                "bytes": self.context_bytes,
+                "wheelhouse_bytes": self.wheelhouse_bytes,
+                "project_bytes": self.project_bytes,
+                "deps_context_bytes": self.deps.get("deps_context_bytes", 0),
+                "deps_image": self.deps.get("deps_image"),
+                "deps_reused": self.deps.get("deps_reused"),
+            },
+            "secrets_excluded": self.secrets_excluded,
+            "smoke_test": self.smoke,
+            "notes": self.notes,
+            "export": self.export,
+            "push": self.push,
+            "seconds": round(self.seconds, 1),
         }
 
 
@@ -120,8 +135,10 @@ def dependency_image(engine, bundle: Bundle, lock: Lock, dockerfiles: Dockerfile
     wheels = wheelhouse.gather(lock, bundle.target, sources=sources, say=say)
     context = write_deps_context(dockerfiles, lock.install_body, wheels, work / "deps.tar")
     sent.update(deps_context_bytes=context.bytes, wheelhouse_bytes=sum(w.size for w in wheels))
-    say(f"Dependency image {deps_image}: context {context.bytes / 1e6:.1f} MB (wheelhouse {sent['wheelhouse_bytes'] / 1e6:.1f} MB "
-        f"in {len(wheels)} files); installing offline with --require-hashes…")
+    say(
+        f"Dependency image {deps_image}: context {context.bytes / 1e6:.1f} MB (wheelhouse {sent['wheelhouse_bytes'] / 1e6:.1f} MB "
+        f"in {len(wheels)} files); installing offline with --require-hashes…"
+    )
     with Progress() as progress:
         deps_id = run_engine_build(engine, context, dockerfiles.network, {DEPS_LABEL: key, LOCK_LABEL: lock.sha256}, progress, no_cache)
     repository, version = deps_image.rsplit(":", 1)
@@ -129,8 +146,17 @@ def dependency_image(engine, bundle: Bundle, lock: Lock, dockerfiles: Dockerfile
     return sent
 
 
-def run_build(bundle: Bundle, *, tag: str | None = None, base: str | None = None, export: Path | None = None,
-              push: str | None = None, strict: bool = False, no_cache: bool = False, say=lambda text: None) -> BuildResult:
+def run_build(
+    bundle: Bundle,
+    *,
+    tag: str | None = None,
+    base: str | None = None,
+    export: Path | None = None,
+    push: str | None = None,
+    strict: bool = False,
+    no_cache: bool = False,
+    say=lambda text: None,
+) -> BuildResult:
     started = time.monotonic()
     lock = fresh_lock(bundle)
     flavour = flavour_for(bundle)
@@ -164,10 +190,21 @@ def run_build(bundle: Bundle, *, tag: str | None = None, base: str | None = None
     if record_base_digest(bundle, base_image, overridden=base is not None):
         notes.append(f"bundle.toml [target] base_digest set to {base_image.digest.split('@')[-1]}")
     result = BuildResult(
-        tag=f"{repository}:{version}", image_id=image_id, flavour=dockerfiles.flavour, base=dockerfiles.base,
-        base_recorded=base_image.recorded, labels=labels, size=report, context_bytes=context_bytes + sent["deps_context_bytes"],
-        wheelhouse_bytes=sent["wheelhouse_bytes"], project_bytes=files.included_bytes, secrets_excluded=files.secrets, smoke=smoke,
-        notes=notes, dockerfile=dockerfiles.final_text(sent["deps_image"], labels), deps=sent,
+        tag=f"{repository}:{version}",
+        image_id=image_id,
+        flavour=dockerfiles.flavour,
+        base=dockerfiles.base,
+        base_recorded=base_image.recorded,
+        labels=labels,
+        size=report,
+        context_bytes=context_bytes + sent["deps_context_bytes"],
+        wheelhouse_bytes=sent["wheelhouse_bytes"],
+        project_bytes=files.included_bytes,
+        secrets_excluded=files.secrets,
+        smoke=smoke,
+        notes=notes,
+        dockerfile=dockerfiles.final_text(sent["deps_image"], labels),
+        deps=sent,
     )
     if export is not None:
         result.export = handoff.export(engine, image_id, Path(export), names=[result.tag], say=say).as_dict()
@@ -177,13 +214,18 @@ def run_build(bundle: Bundle, *, tag: str | None = None, base: str | None = None
     return result
 
 
-def _project_image(engine, bundle: Bundle, dockerfiles: Dockerfiles, deps_image: str, labels: dict, files: ProjectFiles,
-                   work: Path, no_cache: bool, say) -> tuple[str, int]:
+def _project_image(
+    engine, bundle: Bundle, dockerfiles: Dockerfiles, deps_image: str, labels: dict, files: ProjectFiles, work: Path, no_cache: bool, say
+) -> tuple[str, int]:
     context = write_project_context(bundle, dockerfiles.final_text(deps_image, labels), files, work / "project.tar")
-    say(f"Build context: {context.bytes / 1e6:.2f} MB (project {files.included_bytes / 1e6:.2f} MB in {len(files.included)} files; "
-        f"{files.ignored_count} files ignored).")
-    say(f"Building the {dockerfiles.flavour} image for {bundle.target.describe()} on {dockerfiles.base}"
-        + (" (offline)." if not dockerfiles.network else " (the system layer uses the distribution's mirror)."))
+    say(
+        f"Build context: {context.bytes / 1e6:.2f} MB (project {files.included_bytes / 1e6:.2f} MB in {len(files.included)} files; "
+        f"{files.ignored_count} files ignored)."
+    )
+    say(
+        f"Building the {dockerfiles.flavour} image for {bundle.target.describe()} on {dockerfiles.base}"
+        + (" (offline)." if not dockerfiles.network else " (the system layer uses the distribution's mirror).")
+    )
     with Progress() as progress:
         image_id = run_engine_build(engine, context, dockerfiles.network, {}, progress, no_cache)
     return image_id, context.bytes

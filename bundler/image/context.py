@@ -2,10 +2,11 @@
 
 Rules are matched by docker-py's own implementation of the Docker CLI's .dockerignore
 semantics (patterns relative to the project, ``**`` across folders, a matched folder
-excludes what is under it, ``!pattern`` re-includes, the last matching rule wins). Bundler adds defaults before the project's rules (run outputs,
-version control, caches, notebook checkpoints, virtual environments) and applies its
-secret rules *after* them: a secret-looking file is never sent, even when a ``!`` rule
-re-includes it, and every one left out is listed so the user sees what was withheld.
+excludes what is under it, ``!pattern`` re-includes, the last matching rule wins).
+Bundler adds defaults before the project's rules (run outputs, version control, caches,
+notebook checkpoints, virtual environments) and applies its secret rules *after* them:
+a secret-looking file is never sent, even when a ``!`` rule re-includes it, and every
+one left out is listed so the user sees what was withheld.
 
 The context is a tar written by bundler itself (docker-py's ``custom_context``), with
 fixed ownership and modification times so that the engine's layer cache sees only
@@ -28,18 +29,55 @@ from bundler.target.bundle import Bundle
 DOCKERIGNORE = ".dockerignore"
 # Left out of every context, whatever .dockerignore says first (a later `!` may re-include).
 DEFAULT_IGNORES = (
-    "runs", ".git", ".hg", ".svn", "**/__pycache__", "**/*.py[cod]", "**/.ipynb_checkpoints",
-    ".venv", "venv", "**/.mypy_cache", "**/.pytest_cache", "**/.ruff_cache", ".cache", ".tox",
+    "runs",
+    ".git",
+    ".hg",
+    ".svn",
+    "**/__pycache__",
+    "**/*.py[cod]",
+    "**/.ipynb_checkpoints",
+    ".venv",
+    "venv",
+    "**/.mypy_cache",
+    "**/.pytest_cache",
+    "**/.ruff_cache",
+    ".cache",
+    ".tox",
     "**/.DS_Store",
 )
 # Secret-looking files: never sent (applied after the project's rules), always listed.
 SECRET_FILE_PATTERNS = (
-    "**/.env", "**/.env.*", "**/*.env", "**/.envrc",
-    "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx",
-    "**/.ssh", "**/.netrc", "**/_netrc", "**/.pypirc", "**/.git-credentials", "**/.npmrc",
-    "**/.aws", "**/.azure", "**/.config/gcloud", "**/.kube", "**/.docker/config.json",
-    "**/credentials", "**/credentials.json", "**/credentials.*", "**/application_default_credentials.json",
-    "**/service-account*.json", "**/*-credentials.json", "**/secrets.toml", "**/.secrets",
+    "**/.env",
+    "**/.env.*",
+    "**/*.env",
+    "**/.envrc",
+    "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
+    "**/id_ed25519*",
+    "**/*.pem",
+    "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/.ssh",
+    "**/.netrc",
+    "**/_netrc",
+    "**/.pypirc",
+    "**/.git-credentials",
+    "**/.npmrc",
+    "**/.aws",
+    "**/.azure",
+    "**/.config/gcloud",
+    "**/.kube",
+    "**/.docker/config.json",
+    "**/credentials",
+    "**/credentials.json",
+    "**/credentials.*",
+    "**/application_default_credentials.json",
+    "**/service-account*.json",
+    "**/*-credentials.json",
+    "**/secrets.toml",
+    "**/.secrets",
 )
 _PRIVATE_KEY_HEAD = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----")
 FIXED_MTIME = 946684800  # 2000-01-01: the layer cache must see content, not touch times
@@ -90,7 +128,7 @@ class ProjectFiles:
 
     root: Path
     included: list[str] = field(default_factory=list)  # posix paths relative to root, sorted
-    secrets: list[str] = field(default_factory=list)   # left out because they look secret
+    secrets: list[str] = field(default_factory=list)  # left out because they look secret
     ignored_count: int = 0
     ignored_bytes: int = 0
     included_bytes: int = 0
@@ -186,10 +224,17 @@ def write_project_context(bundle: Bundle, dockerfile: str, files: ProjectFiles, 
         tar.add_bytes("Dockerfile", dockerfile.encode("utf-8"))
         tar.add_file("bundle/entrypoint.sh", resource_path("images") / "entrypoint.sh")
         if own_diagnostics:
-            tar.add_tree("bundle/diagnostics", bundle.root / "diagnostics", [r[len("diagnostics/"):] for r in files.included if r.startswith("diagnostics/")])
+            tar.add_tree(
+                "bundle/diagnostics",
+                bundle.root / "diagnostics",
+                [r[len("diagnostics/") :] for r in files.included if r.startswith("diagnostics/")],
+            )
         else:
-            shipped = sorted(p.relative_to(diagnostics).as_posix() for p in diagnostics.rglob("*")
-                             if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo"))
+            shipped = sorted(
+                p.relative_to(diagnostics).as_posix()
+                for p in diagnostics.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+            )
             tar.add_tree("bundle/diagnostics", diagnostics, shipped)
         tar.add_tree("project", bundle.root, code)
         if not config:

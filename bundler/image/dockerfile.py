@@ -30,12 +30,12 @@ PYTHON_FAMILIES = ("python:",)
 
 @dataclass(frozen=True)
 class Dockerfiles:
-    flavour: str    # runtime | devel
-    base: str       # the reference written in FROM
-    python: str     # interpreter command in the base, e.g. python3.11
+    flavour: str  # runtime | devel
+    base: str  # the reference written in FROM
+    python: str  # interpreter command in the base, e.g. python3.11
     deps_text: str  # the dependency image's Dockerfile (wheels -> /opt/venv)
-    template: str   # the shipped image's Dockerfile, ${deps_image} still open
-    network: bool   # does the build need the network (devel on an apt base)
+    template: str  # the shipped image's Dockerfile, ${deps_image} still open
+    network: bool  # does the build need the network (devel on an apt base)
 
     def final_text(self, deps_image: str, labels: dict | None = None) -> str:
         return string.Template(self.template).substitute(deps_image=deps_image, labels=label_instruction(labels or {}))
@@ -97,8 +97,13 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
     """Both Dockerfiles of ``flavour`` on ``base``; UnknownDevelBase for a devel base bundler cannot provision."""
     python = f"python{bundle.target.python}"
     images = resource_path("images")
-    values = layout.template_values() | {"base": base, "python": python, "entry": env_quote(bundle.entry),
-                                         "deps_image": "${deps_image}", "labels": "${labels}"}
+    values = layout.template_values() | {
+        "base": base,
+        "python": python,
+        "entry": env_quote(bundle.entry),
+        "deps_image": "${deps_image}",
+        "labels": "${labels}",
+    }
     if flavour == "devel":
         values["system_packages"] = system_packages(base, python)
     deps = string.Template((images / f"{flavour}-deps.Dockerfile").read_text(encoding="utf-8")).substitute(values)

@@ -35,8 +35,13 @@ class ExportResult:
         return f"sha256sum -c {self.sha256_path.name} && docker load -i {self.path.name}"
 
     def as_dict(self) -> dict:
-        return {"path": str(self.path), "sha256": self.sha256, "bytes": self.size, "sha256_file": str(self.sha256_path),
-                "load_command": self.load_command}
+        return {
+            "path": str(self.path),
+            "sha256": self.sha256,
+            "bytes": self.size,
+            "sha256_file": str(self.sha256_path),
+            "load_command": self.load_command,
+        }
 
 
 def export(engine, image: str, dest: Path, *, names: list[str] | None = None, opener=open, say=lambda text: None) -> ExportResult:
@@ -46,9 +51,13 @@ def export(engine, image: str, dest: Path, *, names: list[str] | None = None, op
 
     dest = Path(dest).expanduser().absolute()
     if dest.is_dir():
-        raise UsageError(f"--export {dest} is a folder; give a file name such as {dest / 'image.tar'}.", hint="Name the .tar file to write.", path=dest)
+        raise UsageError(
+            f"--export {dest} is a folder; give a file name such as {dest / 'image.tar'}.", hint="Name the .tar file to write.", path=dest
+        )
     if not dest.parent.is_dir():
-        raise UsageError(f"--export {dest}: the folder {dest.parent} does not exist.", hint="Create the folder first, or export elsewhere.", path=dest)
+        raise UsageError(
+            f"--export {dest}: the folder {dest.parent} does not exist.", hint="Create the folder first, or export elsewhere.", path=dest
+        )
     partial = dest.with_name(dest.name + ".partial")
     sha_path = dest.with_name(dest.name + ".sha256")
     digest, size = hashlib.sha256(), 0
@@ -70,15 +79,21 @@ def export(engine, image: str, dest: Path, *, names: list[str] | None = None, op
         full = error.errno in (errno.ENOSPC, errno.EDQUOT)
         raise BuildError(
             f"exporting the image to {dest} failed after {size / 1e6:.1f} MB: "
-            + ("the disk is full" if full else (error.strerror or str(error))) + f". No partial file was left at {partial}.",
-            hint=("Free space on that disk (the image needs about its size in the table above) or export to another disk."
-                  if full else "Check the destination folder is writable, then export again."),
+            + ("the disk is full" if full else (error.strerror or str(error)))
+            + f". No partial file was left at {partial}.",
+            hint=(
+                "Free space on that disk (the image needs about its size in the table above) or export to another disk."
+                if full
+                else "Check the destination folder is writable, then export again."
+            ),
             path=dest,
         ) from None
     except (DockerException, RequestException) as error:  # the engine stopped the stream
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
-        raise BuildError(f"the engine could not save {image}: {str(error)[:300]}.", hint="Check the image exists (`docker images`).", path=dest) from None
+        raise BuildError(
+            f"the engine could not save {image}: {str(error)[:300]}.", hint="Check the image exists (`docker images`).", path=dest
+        ) from None
     return ExportResult(dest, digest.hexdigest(), size, sha_path)
 
 
@@ -96,10 +111,14 @@ def split_reference(reference: str) -> tuple[str, str]:
     from docker.utils import parse_repository_tag
 
     if "@" in reference:
-        raise UsageError(f"--push {reference}: push to a tag, not a digest.", hint="For example --push registry.example.com/team/app:1.", value=reference)
+        raise UsageError(
+            f"--push {reference}: push to a tag, not a digest.", hint="For example --push registry.example.com/team/app:1.", value=reference
+        )
     repository, tag = parse_repository_tag(reference)
     if not repository or repository != repository.lower() or any(c.isspace() for c in reference):
-        raise UsageError(f"--push {reference!r} is not a valid image reference.", hint="Use lower case: HOST[:PORT]/NAME[:TAG].", value=reference)
+        raise UsageError(
+            f"--push {reference!r} is not a valid image reference.", hint="Use lower case: HOST[:PORT]/NAME[:TAG].", value=reference
+        )
     return repository, tag or "latest"
 
 

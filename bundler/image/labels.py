@@ -31,7 +31,11 @@ def created_time(root: Path) -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if not epoch.isdigit():
         epoch = _git(root, "log", "-1", "--format=%ct")
-    moment = datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc) if epoch.isdigit() else datetime.datetime.now(datetime.timezone.utc)
+    moment = (
+        datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
+        if epoch.isdigit()
+        else datetime.datetime.now(datetime.timezone.utc)
+    )
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

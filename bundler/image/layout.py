@@ -21,6 +21,12 @@ DIAGNOSTICS_REPORT = "/tmp/bundle-diagnostics.json"
 def template_values() -> dict[str, str]:
     """The ${…} names the Dockerfile templates under images/ may use for these places."""
     return {
-        "bundle_root": BUNDLE_ROOT, "project": PROJECT, "diagnostics": DIAGNOSTICS, "entrypoint": ENTRYPOINT,
-        "venv": VENV, "venv_python": PYTHON, "user": USER, "uid": str(UID),
+        "bundle_root": BUNDLE_ROOT,
+        "project": PROJECT,
+        "diagnostics": DIAGNOSTICS,
+        "entrypoint": ENTRYPOINT,
+        "venv": VENV,
+        "venv_python": PYTHON,
+        "user": USER,
+        "uid": str(UID),
     }

@@ -65,7 +65,10 @@ def instruction(created_by: str) -> str:
 
 def history(engine, image_id: str) -> list[Layer]:
     entries = engine.api.history(image_id)
-    return [Layer(instruction(entry.get("CreatedBy", "")), int(entry.get("Size") or 0), entry.get("Id", "<missing>")) for entry in reversed(entries)]
+    return [
+        Layer(instruction(entry.get("CreatedBy", "")), int(entry.get("Size") or 0), entry.get("Id", "<missing>"))
+        for entry in reversed(entries)
+    ]
 
 
 def size_report(engine, image_id: str, budget_mb: int) -> SizeReport:
@@ -77,10 +80,14 @@ def enforce(report: SizeReport, strict: bool, where: str) -> str | None:
     """A warning line when over budget; with --strict a BuildError instead."""
     if not report.over_budget:
         return None
-    message = (f"the image is {report.total / MB:.1f} MB, over the size budget of {report.budget // MB} MB set in {where}; "
-               f"largest layer: {report.largest(1)[0].instruction[:120] if report.largest(1) else 'n/a'}.")
+    message = (
+        f"the image is {report.total / MB:.1f} MB, over the size budget of {report.budget // MB} MB set in {where}; "
+        f"largest layer: {report.largest(1)[0].instruction[:120] if report.largest(1) else 'n/a'}."
+    )
     if strict:
-        raise BuildError(message + " Nothing was tagged (--strict).",
-                         hint="Drop dependencies you do not need, or raise [build] size_budget_mb if the size is expected.",
-                         value=report.total)
+        raise BuildError(
+            message + " Nothing was tagged (--strict).",
+            hint="Drop dependencies you do not need, or raise [build] size_budget_mb if the size is expected.",
+            value=report.total,
+        )
     return message

@@ -24,7 +24,14 @@ def run_engine_build(engine, context: SentContext, network: bool, labels: dict, 
     try:
         with open(context.path, "rb") as handle:
             stream = engine.api.build(
-                fileobj=handle, custom_context=True, rm=True, forcerm=True, pull=False, decode=True, labels=labels, nocache=no_cache,
+                fileobj=handle,
+                custom_context=True,
+                rm=True,
+                forcerm=True,
+                pull=False,
+                decode=True,
+                labels=labels,
+                nocache=no_cache,
                 network_mode=None if network else "none",
             )
             for event in stream:
@@ -49,11 +56,15 @@ def run_engine_build(engine, context: SentContext, network: bool, labels: dict, 
                 if aux.get("ID"):
                     image_id = aux["ID"]
     except docker.errors.APIError as error:
-        raise BuildError(f"the engine refused the build: {(error.explanation or str(error))[:500]}.",
-                         hint="Check the engine's log (`journalctl -u docker`) and the disk space of its data root.") from None
+        raise BuildError(
+            f"the engine refused the build: {(error.explanation or str(error))[:500]}.",
+            hint="Check the engine's log (`journalctl -u docker`) and the disk space of its data root.",
+        ) from None
     if image_id is None:
-        raise BuildError("the engine finished the build without an image ID.\nLast build output:\n  " + "\n  ".join(log[-12:]),
-                         hint="Run the build again; if it repeats, check the engine's log.")
+        raise BuildError(
+            "the engine finished the build without an image ID.\nLast build output:\n  " + "\n  ".join(log[-12:]),
+            hint="Run the build again; if it repeats, check the engine's log.",
+        )
     return engine.images.get(image_id).id
 
 
@@ -121,8 +132,15 @@ class Progress:
         from rich.progress import Progress as RichProgress
 
         console = Console(stderr=True, highlight=False, soft_wrap=True)
-        self._bar = RichProgress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=console, transient=True)
+        self._bar = RichProgress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            transient=True,
+        )
         self._bar.__enter__()
         self._task = self._bar.add_task("building", total=None)
         return self

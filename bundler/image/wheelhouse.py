@@ -93,7 +93,8 @@ def rehash(wheel: Wheel) -> Wheel:
             f"the cached file {wheel.path} does not match its hash: the lock allows "
             f"{', '.join(h[:16] + '…' for h in wheel.pin.hashes)} for {wheel.pin.name}=={wheel.pin.version}, the file hashes to {actual}. "
             "It was altered after download; nothing was built.",
-            hint=f"Delete {wheel.path.parent} and build again to download it afresh; if it happens again, check the index you download from.",
+            hint=f"Delete {wheel.path.parent} and build again to download it afresh; if it happens again, check the index you download "
+            "from.",
             path=wheel.path,
             value=actual,
         )
@@ -119,8 +120,9 @@ def _store(downloaded: Path, pins_by_name: dict[str, Pin], root: Path) -> None:
         os.replace(partial, final)
 
 
-def download(pins: list[Pin], indexes: list[str], target, *, sources: set[str] = frozenset(), root: Path | None = None,
-             say=lambda text: None) -> None:
+def download(
+    pins: list[Pin], indexes: list[str], target, *, sources: set[str] = frozenset(), root: Path | None = None, say=lambda text: None
+) -> None:
     """Fetch the pins into the cache with one `pip download` per kind (wheels, source archives)."""
 
     if not pins:
@@ -136,13 +138,35 @@ def download(pins: list[Pin], indexes: list[str], target, *, sources: set[str] =
         chosen = [pin for pin in pins if (pin.name in sources) == (kind == "sources")]
         if not chosen:
             continue
-        say(f"Downloading {len(chosen)} {'wheel' if kind == 'wheels' else 'source archive'}{'s' if len(chosen) != 1 else ''} for {target.describe()}…")
+        say(
+            f"Downloading {len(chosen)} {'wheel' if kind == 'wheels' else 'source archive'}{'s' if len(chosen) != 1 else ''} for "
+            f"{target.describe()}…"
+        )
         with tempfile.TemporaryDirectory(prefix="bundler-wheels-") as work:
             requirements = Path(work) / "requirements.txt"
-            requirements.write_text("".join(f"{p.name}=={p.version} " + " ".join(f"--hash=sha256:{h}" for h in p.hashes) + "\n" for p in chosen))
-            argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--dest", str(Path(work) / "out"),
-                    "--python-version", python_version, "--implementation", "cp", "--progress-bar", "off",
-                    "--retries", os.environ.get("BUNDLER_PIP_RETRIES", "5"), "--index-url", urls[0]]
+            requirements.write_text(
+                "".join(f"{p.name}=={p.version} " + " ".join(f"--hash=sha256:{h}" for h in p.hashes) + "\n" for p in chosen)
+            )
+            argv = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--require-hashes",
+                "--dest",
+                str(Path(work) / "out"),
+                "--python-version",
+                python_version,
+                "--implementation",
+                "cp",
+                "--progress-bar",
+                "off",
+                "--retries",
+                os.environ.get("BUNDLER_PIP_RETRIES", "5"),
+                "--index-url",
+                urls[0],
+            ]
             for url in urls[1:]:
                 argv += ["--extra-index-url", url]
             for host in settings.trusted_hosts:
@@ -186,7 +210,8 @@ def gather(lock: Lock, target, *, sources: set[str] = frozenset(), say=lambda te
         cached = find_cached(pin, root)
         if cached is None:
             raise ExternalError(
-                f"{pin.name}=={pin.version} was not downloaded for {target.describe()}: the index has no file for that Python and platform.",
+                f"{pin.name}=={pin.version} was not downloaded for {target.describe()}: the index has no file for that Python and "
+                "platform.",
                 hint="Check the lock was made for this Target (`bundler lock`).",
                 value=pin.name,
             )

@@ -56,11 +56,13 @@ class InstallCheck:
     torch: dict = field(default_factory=dict)
 
 
-def run_install_check(lock: Path, target, python: str, pip_args: tuple[str, ...] = (), env: dict | None = None, timeout: int = 1800) -> InstallCheck:
+def run_install_check(
+    lock: Path, target, python: str, pip_args: tuple[str, ...] = (), env: dict | None = None, timeout: int = 1800
+) -> InstallCheck:
     """Run the verification steps with ``python`` (a venv's interpreter); stop at the first failure."""
     names = ("install", "pip check", "import torch")
     output, stdout = "", ""
-    for name, argv in zip(names, install_check_commands(str(lock), target, python, pip_args)):
+    for name, argv in zip(names, install_check_commands(str(lock), target, python, pip_args), strict=False):
         completed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
         output, stdout = completed.stdout + completed.stderr, completed.stdout
         if completed.returncode != 0:

@@ -57,7 +57,9 @@ def lint_lock(text: str, target, expected: dict[str, str], needs_setuptools: boo
     if target.backend == "rocm" and "pytorch-triton-rocm" not in pins:
         problems.append("pytorch-triton-rocm is missing: a ROCm torch depends on it")
     if needs_setuptools and "setuptools" not in pins:
-        problems.append(f"setuptools is not pinned, but torch {target.torch} needs it on Python {target.python} (resolve with --allow-unsafe)")
+        problems.append(
+            f"setuptools is not pinned, but torch {target.torch} needs it on Python {target.python} (resolve with --allow-unsafe)"
+        )
     return problems
 
 

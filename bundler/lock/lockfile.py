@@ -24,8 +24,15 @@ from bundler.errors import LockError
 from bundler.fsutil import sha256_bytes
 
 HEADER_KEYS = (
-    "target", "target-json", "build", "index-url", "extra-index-url", "base-image",
-    "bundler-version", "input-sha256", "body-sha256",
+    "target",
+    "target-json",
+    "build",
+    "index-url",
+    "extra-index-url",
+    "base-image",
+    "bundler-version",
+    "input-sha256",
+    "body-sha256",
 )
 TARGET_FIELDS = ("backend", "accelerator", "torch", "python", "platform")
 _HEADER_LINE = re.compile(r"^# ([a-z0-9-]+): (.*)$")
@@ -235,7 +242,9 @@ def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_i
     if header is None:
         return LockState("tampered", f"{name} has no bundler header: it was written by hand or by another tool.", lock_path)
     if body_hash(body) != header.body_sha256:
-        detail = f"{name} was edited after `bundler lock` wrote it: its requirement or hash lines no longer match the body-sha256 of its header."
+        detail = (
+            f"{name} was edited after `bundler lock` wrote it: its requirement or hash lines no longer match the body-sha256 of its header."
+        )
         return LockState("tampered", detail, lock_path, header)
     if requirements_in is None:
         return LockState("stale", "requirements.in is missing, so the lock cannot be checked against it.", lock_path, header)

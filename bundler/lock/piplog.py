@@ -12,7 +12,9 @@ from bundler.lock.spec import LockSpec
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
 
 
-_TRACEBACK = re.compile(r"^(Traceback|File |raise |During handling|The above exception|[~^]|[a-z_.]+\.[A-Za-z]+(Error|Impossible|Conflicted)\b)")
+_TRACEBACK = re.compile(
+    r"^(Traceback|File |raise |During handling|The above exception|[~^]|[a-z_.]+\.[A-Za-z]+(Error|Impossible|Conflicted)\b)"
+)
 
 
 def _conflict_causes(log: str) -> str:
@@ -21,13 +23,24 @@ def _conflict_causes(log: str) -> str:
     found = re.findall(r"requirement=\w+\('([^']+)'\), parent=(None|\w+\('([^']*)'\))", impossible)
     if not found:
         return ""
-    parts = [f"{spec} ({Path(parent_link).name.split('-py')[0].split('-cp')[0] if parent_link else 'requirements.in'})" for spec, _, parent_link in found]
+    parts = [
+        f"{spec} ({Path(parent_link).name.split('-py')[0].split('-cp')[0] if parent_link else 'requirements.in'})"
+        for spec, _, parent_link in found
+    ]
     return "conflicting requirements: " + " vs ".join(parts[:4])
 
 
 def resolution_error(spec: LockSpec, log: str, where: str) -> Exception:
     lines = [line.strip() for line in log.splitlines() if not _NOISE.search(line)]
-    unreachable = [line for line in lines if re.search(r"Could not fetch URL|Failed to establish|NewConnectionError|Name or service not known|ConnectionError|SSLError|timed out|ProxyError", line)]
+    unreachable = [
+        line
+        for line in lines
+        if re.search(
+            r"Could not fetch URL|Failed to establish|NewConnectionError|Name or service not known|ConnectionError|SSLError|timed "
+            r"out|ProxyError",
+            line,
+        )
+    ]
     if unreachable:
         return ExternalError(
             f"resolution on {where} could not reach an index for {spec.target.describe()}: {unreachable[0][:300]}",

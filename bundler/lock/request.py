@@ -10,12 +10,22 @@ from bundler.target.bundle import Bundle, Target, validate_target
 from bundler.target.table import CompatTable
 
 
-def requested_target(bundle: Bundle, table: CompatTable, *, cuda: str | None = None, rocm: str | None = None,
-                     cpu: bool = False, torch: str | None = None, python: str | None = None) -> Target:
+def requested_target(
+    bundle: Bundle,
+    table: CompatTable,
+    *,
+    cuda: str | None = None,
+    rocm: str | None = None,
+    cpu: bool = False,
+    torch: str | None = None,
+    python: str | None = None,
+) -> Target:
     """bundle.toml's Target with the flags applied; the base image follows a backend change."""
     chosen = [name for name, value in (("--cuda", cuda), ("--rocm", rocm), ("--cpu", cpu)) if value]
     if len(chosen) > 1:
-        raise UsageError(f"{' and '.join(chosen)} were both given; a Target has one backend.", hint="Pass one of --cuda VER, --rocm VER or --cpu.")
+        raise UsageError(
+            f"{' and '.join(chosen)} were both given; a Target has one backend.", hint="Pass one of --cuda VER, --rocm VER or --cpu."
+        )
     old = bundle.target
     new = old
     if cuda:
@@ -40,7 +50,7 @@ def requested_target(bundle: Bundle, table: CompatTable, *, cuda: str | None = N
 def _strip_prefix(value: str, *prefixes: str) -> str:
     for prefix in prefixes:
         if value.lower().startswith(prefix) and not value.lower().startswith(prefix + "."):
-            value = value[len(prefix):]
+            value = value[len(prefix) :]
             if prefix == "cu" and value.isdigit() and len(value) >= 3:  # cu128 -> 12.8
                 value = f"{value[:-1]}.{value[-1]}"
             break

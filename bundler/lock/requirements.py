@@ -13,7 +13,20 @@ from bundler.target.bundle import Bundle, Target
 
 REQUIREMENTS_IN = "requirements.in"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-_FORBIDDEN_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--trusted-host", "-r", "--requirement", "-c", "--constraint", "-e", "--editable")
+_FORBIDDEN_OPTIONS = (
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--trusted-host",
+    "-r",
+    "--requirement",
+    "-c",
+    "--constraint",
+    "-e",
+    "--editable",
+)
 
 
 def read_requirements_in(bundle: Bundle) -> str:
@@ -45,7 +58,8 @@ def compile_input(path: Path, text: str, companions: dict[str, str], target: Tar
                 raise ProjectFileError(
                     f"{path}:{number}: {option} is not allowed in requirements.in ({line}).",
                     hint="Indexes come from the Target (bundle.toml) and host paths do not travel; list plain requirements only.",
-                    path=path, value=line,
+                    path=path,
+                    value=line,
                 )
             lines.append(line)
             continue
@@ -58,18 +72,28 @@ def compile_input(path: Path, text: str, companions: dict[str, str], target: Tar
         try:
             requirement = Requirement(line)
         except InvalidRequirement as error:
-            raise ProjectFileError(f"{path}:{number}: {line!r} is not a requirement ({error}).", hint="Write one PEP 508 requirement per line.", path=path, value=line) from None
+            raise ProjectFileError(
+                f"{path}:{number}: {line!r} is not a requirement ({error}).",
+                hint="Write one PEP 508 requirement per line.",
+                path=path,
+                value=line,
+            ) from None
         name = canonicalize_name(requirement.name)
         if name in seen:
             raise LockError(f"{path}:{number}: {name} is listed twice.", hint="Keep one line per package.", path=path, value=line)
         seen.add(name)
         wanted = companions[name]
         public = Version(wanted).public
-        if requirement.specifier and not requirement.specifier.contains(Version(public), prereleases=True) and not any(s.operator == "==" for s in requirement.specifier):
+        if (
+            requirement.specifier
+            and not requirement.specifier.contains(Version(public), prereleases=True)
+            and not any(s.operator == "==" for s in requirement.specifier)
+        ):
             raise LockError(
                 f"{path}:{number}: {line!r} excludes {name} {public}, the version paired with torch {target.torch}.",
                 hint=f"Remove the specifier (bundler pins {name}=={wanted} for the Target), or choose another torch with --torch.",
-                path=path, value=line,
+                path=path,
+                value=line,
             )
         if any(s.operator == "==" and Version(s.version.split("+")[0]) != Version(public) for s in requirement.specifier):
             notes.append(f"requirements.in pins {line}; the Target's {name}=={wanted} is used instead (bundle.toml [target]).")

@@ -40,11 +40,23 @@ def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
     if pypi == pypi_public and settings.index_mirror:
         pypi = settings.index_mirror
     args = [
-        "--no-config", "--no-header", "--generate-hashes", "--allow-unsafe", "--strip-extras",
-        "--no-emit-index-url", "--no-emit-find-links", "--no-emit-trusted-host", "--no-emit-options",
-        "--index-url", resolution_url(spec.index_url, pairs), "--extra-index-url", pypi,
-        "--cache-dir", f"{cache}/pip-tools",
-        "--pip-args", f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))}",
+        "--no-config",
+        "--no-header",
+        "--generate-hashes",
+        "--allow-unsafe",
+        "--strip-extras",
+        "--no-emit-index-url",
+        "--no-emit-find-links",
+        "--no-emit-trusted-host",
+        "--no-emit-options",
+        "--index-url",
+        resolution_url(spec.index_url, pairs),
+        "--extra-index-url",
+        pypi,
+        "--cache-dir",
+        f"{cache}/pip-tools",
+        "--pip-args",
+        f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))}",
     ]
     for url in settings.extra_index_urls:
         args += ["--extra-index-url", url]
@@ -67,8 +79,19 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolut
             code, log, where = _resolve_in_container(spec, settings, pairs, work_dir)
         else:
             cache = str(cache_dir())
-            argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(spec, settings, pairs, cache), "-o", "lock.txt", REQUIREMENTS_IN]
-            completed = subprocess.run(argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True)
+            argv = [
+                sys.executable,
+                "-m",
+                "piptools",
+                "compile",
+                *_compile_args(spec, settings, pairs, cache),
+                "-o",
+                "lock.txt",
+                REQUIREMENTS_IN,
+            ]
+            completed = subprocess.run(
+                argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True
+            )
             code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
         seconds = time.monotonic() - started
         if code != 0:
@@ -85,11 +108,15 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
     image_id = base_image(client, image).image_id
     cache = cache_dir()
     tools = _tools_wheelhouse(spec.target.python, cache)
-    volumes = {str(work_dir): {"bind": "/work", "mode": "rw"}, str(cache / "container"): {"bind": "/cache", "mode": "rw"}, str(tools): {"bind": "/tools", "mode": "ro"}}
+    volumes = {
+        str(work_dir): {"bind": "/work", "mode": "rw"},
+        str(cache / "container"): {"bind": "/cache", "mode": "rw"},
+        str(tools): {"bind": "/tools", "mode": "ro"},
+    }
     (cache / "container").mkdir(exist_ok=True)
     for _, local in pairs:
         if local.startswith("file://"):
-            folder = Path(local[len("file://"):])
+            folder = Path(local[len("file://") :])
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}  # same path: file:// URLs and links stay valid
     for folder in sorted(_local_link_targets(pairs)):
         if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
@@ -98,21 +125,34 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
     if settings.cert and Path(settings.cert).is_file():
         volumes[str(Path(settings.cert).resolve())] = {"bind": "/etc/bundler/ca.pem", "mode": "ro"}
         cert = "/etc/bundler/ca.pem"
-    env = {k: v for k, v in pip_environment(settings, "/cache", cert).items() if k.startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"))}
+    env = {
+        k: v
+        for k, v in pip_environment(settings, "/cache", cert).items()
+        if k.startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"))
+    }
     env.update({"HOME": "/tmp", "PYTHONUTF8": "1"})
     args = _compile_args(spec, settings, pairs, "/cache")
     venv = f"/cache/venv-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
-    script = "\n".join([
-        "set -e",
-        f"PY=$(command -v python{spec.target.python} || true)",
-        f'if [ -z "$PY" ]; then echo "bundler: the image has no python{spec.target.python} on PATH" >&2; exit 42; fi',
-        f'if [ ! -f {venv}/.ready ]; then rm -rf {venv}; "$PY" -m venv {venv}; {venv}/bin/python -m pip install -q --no-index --find-links /tools pip-tools; touch {venv}/.ready; fi',
-        "cd /work",
-        f"{venv}/bin/python -m piptools compile {shlex.join(args)} -o lock.txt {REQUIREMENTS_IN}",
-    ])
+    script = "\n".join(
+        [
+            "set -e",
+            f"PY=$(command -v python{spec.target.python} || true)",
+            f'if [ -z "$PY" ]; then echo "bundler: the image has no python{spec.target.python} on PATH" >&2; exit 42; fi',
+            f'if [ ! -f {venv}/.ready ]; then rm -rf {venv}; "$PY" -m venv {venv}; {venv}/bin/python -m pip install -q --no-index '
+            f"--find-links /tools pip-tools; touch {venv}/.ready; fi",
+            "cd /work",
+            f"{venv}/bin/python -m piptools compile {shlex.join(args)} -o lock.txt {REQUIREMENTS_IN}",
+        ]
+    )
     container = client.containers.run(
-        image, ["/bin/sh", "-c", script], volumes=volumes, environment=env, working_dir="/work",
-        user=f"{os.getuid()}:{os.getgid()}", detach=True, network_mode="bridge",
+        image,
+        ["/bin/sh", "-c", script],
+        volumes=volumes,
+        environment=env,
+        working_dir="/work",
+        user=f"{os.getuid()}:{os.getgid()}",
+        detach=True,
+        network_mode="bridge",
     )
     try:
         code = container.wait().get("StatusCode", 1)
@@ -122,7 +162,8 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
     if code == 42:
         raise LockError(
             f"resolution must run in the target image {image}, but it has no python{spec.target.python}: {log.strip()[-200:]}",
-            hint=f"Set [target] base_image to an image that has Python {spec.target.python} (e.g. python:{spec.target.python}-slim-bookworm).",
+            hint=f"Set [target] base_image to an image that has Python {spec.target.python} (e.g. "
+            f"python:{spec.target.python}-slim-bookworm).",
             value=image,
         )
     return code, log, f"container {image}"
@@ -136,7 +177,7 @@ def _local_link_targets(pairs: list[tuple[str, str]]) -> set[Path]:
     for _, local in pairs:
         if not local.startswith("file://"):
             continue
-        for page in Path(local[len("file://"):]).rglob("index.html"):
+        for page in Path(local[len("file://") :]).rglob("index.html"):
             for href in re.findall(r'href="([^"#]+)', page.read_text(errors="replace")):
                 if href.startswith("file://"):
                     folders.add(Path(unquote(urlsplit(href).path)).parent)
@@ -163,13 +204,31 @@ def _tools_wheelhouse(python: str, cache: Path) -> Path:
     if (tools / ".ready").is_file():
         return tools
     tools.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "download", "-q", "--dest", str(tools), "--only-binary=:all:", "--python-version", python,
-            "--implementation", "py", "--abi", "none", "--platform", "any", f"pip-tools=={version('pip-tools')}"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "-q",
+        "--dest",
+        str(tools),
+        "--only-binary=:all:",
+        "--python-version",
+        python,
+        "--implementation",
+        "py",
+        "--abi",
+        "none",
+        "--platform",
+        "any",
+        f"pip-tools=={version('pip-tools')}",
+    ]
     completed = subprocess.run(argv, capture_output=True, text=True)
     if completed.returncode != 0:
         raise ExternalError(
             f"could not fetch pip-tools wheels for Python {python} into {tools}: {completed.stderr.strip()[-300:]}",
-            hint="The container installs pip-tools from this cache without network; let `pip download pip-tools` reach PyPI once, or fill the folder by hand.",
+            hint="The container installs pip-tools from this cache without network; let `pip download pip-tools` reach PyPI once, or fill "
+            "the folder by hand.",
             path=tools,
         )
     (tools / ".ready").touch()
@@ -188,8 +247,12 @@ def probe_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
     for public, url in ((spec.index_url, resolution_url(spec.index_url, pairs)), (spec.build.pypi_index, pypi)):
         shown = url if url == public else f"{url} (standing for {public})"
         if url.startswith("file://"):
-            if not Path(url[len("file://"):]).is_dir():
-                raise ExternalError(f"the index {shown} is not a folder on this host.", hint="Fix BUNDLER_INDEX_MAP. The previous lock was not touched.", value=url)
+            if not Path(url[len("file://") :]).is_dir():
+                raise ExternalError(
+                    f"the index {shown} is not a folder on this host.",
+                    hint="Fix BUNDLER_INDEX_MAP. The previous lock was not touched.",
+                    value=url,
+                )
             continue
         context = ssl.create_default_context(cafile=settings.cert or None) if url.startswith("https") else None
         request = urllib.request.Request(url.rstrip("/") + "/", method="HEAD")

@@ -50,7 +50,9 @@ class LockResult:
         return data
 
 
-def run_lock(bundle: Bundle, *, cuda=None, rocm=None, cpu=False, torch=None, python=None, upgrade=False, dry_run=False, say=lambda text: None) -> LockResult:
+def run_lock(
+    bundle: Bundle, *, cuda=None, rocm=None, cpu=False, torch=None, python=None, upgrade=False, dry_run=False, say=lambda text: None
+) -> LockResult:
     table = load_table()
     target = requested_target(bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python)
     spec = make_spec(bundle, target, table)
@@ -72,13 +74,20 @@ def run_lock(bundle: Bundle, *, cuda=None, rocm=None, cpu=False, torch=None, pyt
     same_build = state.header is not None and state.header.build == spec.build.tag and state.header.target.get("python") == target.python
     if state.status in ("fresh", "stale") and same_build:
         previous = lock.install_body
-    say(f"Resolving {target.describe()} against {spec.index_url} + {', '.join(spec.extra_index_urls)}"
-        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else " on this host") + " …")
+    say(
+        f"Resolving {target.describe()} against {spec.index_url} + {', '.join(spec.extra_index_urls)}"
+        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else " on this host")
+        + " …"
+    )
     resolution = resolve(spec, previous, upgrade)
     header = LockHeader(
-        target=target_fields(target), build=spec.build.tag, index_url=spec.index_url,
+        target=target_fields(target),
+        build=spec.build.tag,
+        index_url=spec.index_url,
         extra_index_urls=tuple(spec.extra_index_urls + host_pip_settings().extra_index_urls),
-        base_image=spec.base_image, bundler_version=__version__, input_sha256=spec.input_sha256,
+        base_image=spec.base_image,
+        bundler_version=__version__,
+        input_sha256=spec.input_sha256,
     )
     text = render_lock(spec.lock_path.name, header, resolution.body)
     ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)
@@ -91,4 +100,3 @@ def run_lock(bundle: Bundle, *, cuda=None, rocm=None, cpu=False, torch=None, pyt
     if updated:
         update_target(bundle, target)
     return LockResult(spec, "written", spec.lock_path, resolution, updated, backup)
-

@@ -56,7 +56,9 @@ class LockSpec:
             "input_sha256": self.input_sha256,
             "resolve_in": "container" if self.host_mismatch else "host",
             "resolve_reason": self.host_mismatch,
-            "confirmed": build.release.confirmed and (build.cuda.confirmed if build.cuda else True) and (build.rocm.confirmed if build.rocm else True),
+            "confirmed": build.release.confirmed
+            and (build.cuda.confirmed if build.cuda else True)
+            and (build.rocm.confirmed if build.rocm else True),
             "driver": {"toolkit": build.cuda.driver_toolkit, "minor_compat": build.cuda.driver_minor_compat} if build.cuda else None,
             "arch": list(build.arch),
             "pypi_cuda": build.release.pypi_cuda or None,
@@ -72,12 +74,24 @@ def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None) 
     compiled, notes = compile_input(bundle.root / REQUIREMENTS_IN, text, companions, target)
     pins = {name: version for name, version in companions.items() if name == "torch" or any(line_name(line) == name for line in compiled)}
     if not build.release.confirmed:
-        notes.append(f"the table row for torch {target.torch} is marked unconfirmed ({build.release.note or 'not checked against a published source'}).")
+        notes.append(
+            f"the table row for torch {target.torch} is marked unconfirmed "
+            f"({build.release.note or 'not checked against a published source'})."
+        )
     return LockSpec(
-        bundle=bundle, target=target, build=build, requirements_in=text, compiled_input=compiled,
-        pins=pins, index_url=build.index_url, extra_index_urls=[build.pypi_index],
-        base_images=table.base_images(build, target.python), input_sha256=input_hash(text, target),
-        needs_setuptools=build.release.needs_setuptools(target.python), host_mismatch=host_mismatch(target), notes=notes,
+        bundle=bundle,
+        target=target,
+        build=build,
+        requirements_in=text,
+        compiled_input=compiled,
+        pins=pins,
+        index_url=build.index_url,
+        extra_index_urls=[build.pypi_index],
+        base_images=table.base_images(build, target.python),
+        input_sha256=input_hash(text, target),
+        needs_setuptools=build.release.needs_setuptools(target.python),
+        host_mismatch=host_mismatch(target),
+        notes=notes,
     )
 
 

@@ -34,10 +34,7 @@ def param(name: str) -> str:
         if default is not None and default != "${" + name + "}":
             value = default if os.path.isabs(default) else project_path(default)
     if value is None:
-        raise KeyError(
-            f"path parameter {name} is not set: export {name}=/path/on/this/machine "
-            f"or write {name}=... in {ENV_LOCAL}"
-        )
+        raise KeyError(f"path parameter {name} is not set: export {name}=/path/on/this/machine or write {name}=... in {ENV_LOCAL}")
     return os.path.expanduser(os.path.expandvars(value))
 
 

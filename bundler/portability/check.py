@@ -39,8 +39,18 @@ TOKEN_PATTERNS = (
 
 # Files the build context must never carry, and one trial output, as paths to test.
 DOCKERIGNORE_SAMPLES = (
-    ".env", ".env.local", "config/.env", "server.pem", "keys/server.pem", "id_rsa", "id_rsa.pub",
-    ".netrc", ".pypirc", "credentials", "credentials.json", "runs/20260101-0000/metrics.json",
+    ".env",
+    ".env.local",
+    "config/.env",
+    "server.pem",
+    "keys/server.pem",
+    "id_rsa",
+    "id_rsa.pub",
+    ".netrc",
+    ".pypirc",
+    "credentials",
+    "credentials.json",
+    "runs/20260101-0000/metrics.json",
 )
 README_SECTIONS = ("install", "launch", "check")
 
@@ -102,8 +112,10 @@ def check_config(bundle: Bundle) -> Item:
     if secrets:
         problems.append("token-looking values: " + ", ".join(secrets))
     if problems:
-        hint = "Keep parameters only in the config; give secrets through environment variables at launch." if secrets else (
-            "Fix the keys named above; paths are relative to the project, without '..'."
+        hint = (
+            "Keep parameters only in the config; give secrets through environment variables at launch."
+            if secrets
+            else ("Fix the keys named above; paths are relative to the project, without '..'.")
         )
         return Item(name, FAIL, "; ".join(problems), hint)
     return Item(name, PASS, f"{len(loaded['categories'])} categories, {loaded['expected_documents']} expected documents")
@@ -149,8 +161,12 @@ def check_pilot_inputs(bundle: Bundle) -> Item:
         return Item(name, FAIL, manifest, "Restore the manifest of the pilot inputs from version control.")
     problems = manifest_problems(bundle.root / data_rel, manifest, config)
     if problems:
-        return Item(name, FAIL, "; ".join(problems[:4]) + (f" (+{len(problems) - 4} more)" if len(problems) > 4 else ""),
-                    "The pilot inputs are immutable: restore the files listed, or regenerate the manifest on purpose.")
+        return Item(
+            name,
+            FAIL,
+            "; ".join(problems[:4]) + (f" (+{len(problems) - 4} more)" if len(problems) > 4 else ""),
+            "The pilot inputs are immutable: restore the files listed, or regenerate the manifest on purpose.",
+        )
     documents = manifest["documents"]
     rejects = sum(1 for d in documents if d.get("expect") == "reject")
     return Item(name, PASS, f"{len(documents)} documents, {rejects} planned rejection(s), hashes match")
@@ -209,11 +225,17 @@ def check_diagnostics(bundle: Bundle) -> Item:
             [sys.executable, str(script), "--help"], cwd=bundle.root, capture_output=True, text=True, timeout=DIAGNOSTICS_TIMEOUT_S
         )
     except subprocess.TimeoutExpired:
-        return Item(name, FAIL, f"`python diagnostics/run.py --help` ran over {DIAGNOSTICS_TIMEOUT_S} s", "Keep heavy imports out of its start-up.")
+        return Item(
+            name, FAIL, f"`python diagnostics/run.py --help` ran over {DIAGNOSTICS_TIMEOUT_S} s", "Keep heavy imports out of its start-up."
+        )
     if completed.returncode != 0:
         last = (completed.stderr.strip().splitlines() or ["no output"])[-1]
-        return Item(name, FAIL, f"`python diagnostics/run.py --help` exited {completed.returncode}: {last}",
-                    "Run it yourself to see the error; restore diagnostics/ from bundler if it was edited.")
+        return Item(
+            name,
+            FAIL,
+            f"`python diagnostics/run.py --help` exited {completed.returncode}: {last}",
+            "Run it yourself to see the error; restore diagnostics/ from bundler if it was edited.",
+        )
     return Item(name, PASS, "`python diagnostics/run.py --help` exits 0")
 
 
@@ -221,13 +243,21 @@ def check_dockerignore(bundle: Bundle) -> Item:
     name = ".dockerignore covers secrets and runs/"
     path = bundle.root / ".dockerignore"
     if not path.is_file():
-        return Item(name, FAIL, ".dockerignore not found: the whole folder, secrets included, would enter the image",
-                    "Add a .dockerignore excluding .env*, *.pem, id_rsa*, .netrc, .pypirc, credentials* and runs/.")
+        return Item(
+            name,
+            FAIL,
+            ".dockerignore not found: the whole folder, secrets included, would enter the image",
+            "Add a .dockerignore excluding .env*, *.pem, id_rsa*, .netrc, .pypirc, credentials* and runs/.",
+        )
     patterns = clean_patterns(path.read_text(encoding="utf-8", errors="replace").splitlines())
     uncovered = [sample for sample in DOCKERIGNORE_SAMPLES if not is_ignored(patterns, sample)]
     if uncovered:
-        return Item(name, FAIL, "not excluded: " + ", ".join(uncovered),
-                    "Add patterns such as **/.env*, **/*.pem, **/id_rsa*, **/.netrc, **/.pypirc, **/credentials*, runs/.")
+        return Item(
+            name,
+            FAIL,
+            "not excluded: " + ", ".join(uncovered),
+            "Add patterns such as **/.env*, **/*.pem, **/id_rsa*, **/.netrc, **/.pypirc, **/credentials*, runs/.",
+        )
     return Item(name, PASS, f"{len(DOCKERIGNORE_SAMPLES)} secret and trial-output samples excluded")
 
 
@@ -236,15 +266,21 @@ def check_entry(bundle: Bundle) -> Item:
     try:
         words = shlex.split(bundle.entry)
     except ValueError as error:
-        return Item(name, FAIL, f"[project] entry does not parse: {error}", "Write it like `python -m package.pilot --config config/pilot.json`.")
+        return Item(
+            name, FAIL, f"[project] entry does not parse: {error}", "Write it like `python -m package.pilot --config config/pilot.json`."
+        )
     words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]  # leading VAR=value
     if "-m" in words and words.index("-m") + 1 < len(words):
         module = words[words.index("-m") + 1]
         base = bundle.root / "src" / Path(*module.split("."))
         if base.with_suffix(".py").is_file() or (base / "__main__.py").is_file():
             return Item(name, PASS, f"{bundle.entry} (module {module} under src/)")
-        return Item(name, FAIL, f"entry runs module {module}, but src/{module.replace('.', '/')}.py does not exist",
-                    "Point [project] entry in bundle.toml at a module under src/.")
+        return Item(
+            name,
+            FAIL,
+            f"entry runs module {module}, but src/{module.replace('.', '/')}.py does not exist",
+            "Point [project] entry in bundle.toml at a module under src/.",
+        )
     scripts = [w for w in words[1:] if w.endswith(".py")]
     if scripts and (bundle.root / scripts[0]).is_file():
         return Item(name, PASS, f"{bundle.entry} (script {scripts[0]})")
@@ -259,14 +295,19 @@ def check_readme(bundle: Bundle) -> Item:
     headings = readme_headings(path.read_text(encoding="utf-8", errors="replace"))
     missing = [word for word in README_SECTIONS if not any(word in heading for heading in headings)]
     if missing:
-        return Item(name, FAIL, "no heading containing: " + ", ".join(missing), "Add a section for each: how to install, launch and check the project.")
+        return Item(
+            name,
+            FAIL,
+            "no heading containing: " + ", ".join(missing),
+            "Add a section for each: how to install, launch and check the project.",
+        )
     return Item(name, PASS, "install, launch and check sections found")
 
 
 def readme_headings(text: str) -> list[str]:
     lines = text.splitlines()
     headings = [line.lstrip("#").strip().lower() for line in lines if re.match(r"^#{1,6}\s", line)]
-    for previous, line in zip(lines, lines[1:]):
+    for previous, line in zip(lines, lines[1:], strict=False):
         if previous.strip() and re.match(r"^(=+|-+)\s*$", line):
             headings.append(previous.strip().lower())
     return headings

@@ -50,7 +50,7 @@ def split_home(shape: str, text: str) -> tuple[str, list[str]]:
     if shape == "temp-dir":
         for prefix in ("/private/var/folders", "/var/folders", "/private/tmp", "/var/tmp", "/tmp"):
             if text == prefix or text.startswith(prefix + "/"):
-                return prefix, [c for c in text[len(prefix):].split("/") if c]
+                return prefix, [c for c in text[len(prefix) :].split("/") if c]
     return "", [c for c in parts if c]
 
 
@@ -137,7 +137,7 @@ class ParameterRegistry:
 def _strip_any_root(root: Path, text: str) -> str:
     for candidate in (os.path.realpath(root), os.path.abspath(root)):
         if text == candidate or text.startswith(candidate + "/"):
-            return text[len(candidate):].strip("/")
+            return text[len(candidate) :].strip("/")
     return text.strip("/")
 
 

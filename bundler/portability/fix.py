@@ -39,7 +39,6 @@ from bundler.portability.support import _support_files
 BACKUP_DIR = ".bundler/backups"
 
 
-
 @dataclass
 class FileChange:
     file: str
@@ -127,7 +126,7 @@ def _rewrite_file(root: Path, relative: str, scanner) -> tuple[FileChange, str |
         return FileChange(relative, "refused", reason="read-only file (no write permission bit): not modified"), None, False
     text = data.decode("utf-8")
     category = paths.category_of(relative)
-    findings = [f for f in scanner.findings_in(relative, data, category)]
+    findings = list(scanner.findings_in(relative, data, category))
     if category == "notebook":
         new_text, fixed, manual = _rewrite_notebook(text, scanner, relative)
         needs_helper = fixed > 0 and IMPORT_MARKER in new_text and IMPORT_MARKER not in text
@@ -176,5 +175,3 @@ def parse_problem(relative: str, text: str) -> str | None:
 
 
 # --- what the fixed files need: helper, parameters, .env.local, .gitignore --------------
-
-

@@ -162,7 +162,12 @@ def _insert_import(source: str, block: str) -> str:
         body = []
     after = 0
     for index, node in enumerate(body):
-        is_docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant) and isinstance(node.value.value, str)
+        is_docstring = (
+            index == 0
+            and isinstance(node, ast.Expr)
+            and isinstance(getattr(node, "value", None), ast.Constant)
+            and isinstance(node.value.value, str)
+        )
         is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if is_docstring or is_future:
             after = node.end_lineno

@@ -32,8 +32,22 @@ BINARY_SNIFF_BYTES = 8192
 
 # Folders never scanned: tools' own state, environments, and bundler's backups.
 SKIP_DIRS = frozenset(
-    {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules",
-     ".mypy_cache", ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".bundler"}
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".ipynb_checkpoints",
+        ".bundler",
+    }
 )
 # .env.local holds the original machine-specific values on purpose (see pathfix.py).
 SKIP_FILES = frozenset({".env.local"})
@@ -141,7 +155,7 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES) 
     return result
 
 
-def make_scanner(root: Path, literals: list[bytes] | None = None) -> "_Scanner":
+def make_scanner(root: Path, literals: list[bytes] | None = None) -> _Scanner:
     """A scanner for ``root`` (a resolved folder): its pattern, caches and parameter names."""
     if literals is None:
         literals = [os.fsencode(str(root))]
@@ -292,9 +306,18 @@ class _Scanner:
         if target.parameter is not None:
             target = self.registry.name(target)
         return Finding(
-            file=relative, line=line, column=column, text=text, shape=shape, kind=kind,
-            category=category, replacement=target.replacement, parameter=target.parameter,
-            value=target.value, rest=target.rest, project_relative=target.relative,
+            file=relative,
+            line=line,
+            column=column,
+            text=text,
+            shape=shape,
+            kind=kind,
+            category=category,
+            replacement=target.replacement,
+            parameter=target.parameter,
+            value=target.value,
+            rest=target.rest,
+            project_relative=target.relative,
         )
 
     def _exists(self, relative: str) -> bool:
@@ -318,5 +341,3 @@ def read_bytes(path: str) -> bytes | str:
 
 
 # --- notebooks: which part of the .ipynb a byte offset falls in ---------------------
-
-

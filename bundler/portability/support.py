@@ -13,6 +13,7 @@ HELPER_NAME = "_bundle_paths.py"
 PARAMETER_FILES = ("config/pilot.json", "config/paths.json")
 _DEPTH_LINE = "PROJECT_ROOT = Path(__file__).resolve().parents[0]  # depth: written by `bundler paths --fix`"
 
+
 def _support_files(root: Path, parameters: dict[str, str], helper_dirs: set[str]) -> list[tuple[str, str]]:
     files = []
     for folder in sorted(helper_dirs):
@@ -41,9 +42,13 @@ def _env_local_text(root: Path, parameters: dict[str, str]) -> str | None:
     missing = {name: value for name, value in parameters.items() if name not in existing}
     if not missing:
         return None
-    text = path.read_text(encoding="utf-8") if path.exists() else (
-        "# Machine-specific values of this project's path parameters, kept by `bundler paths --fix`.\n"
-        "# Git-ignored: on another machine, set the environment variable or write this file again.\n"
+    text = (
+        path.read_text(encoding="utf-8")
+        if path.exists()
+        else (
+            "# Machine-specific values of this project's path parameters, kept by `bundler paths --fix`.\n"
+            "# Git-ignored: on another machine, set the environment variable or write this file again.\n"
+        )
     )
     if text and not text.endswith("\n"):
         text += "\n"

@@ -107,7 +107,7 @@ def validate_target(target: Target, path: Path | None = None) -> Target:
     if target.backend == "cpu" and target.accelerator:
         raise error(
             f"{where}backend 'cpu' takes no accelerator version, got {target.accelerator!r}.",
-            hint="Set accelerator = \"\" for cpu, or choose backend cuda/rocm.",
+            hint='Set accelerator = "" for cpu, or choose backend cuda/rocm.',
             path=path,
             value=target.accelerator,
         )
@@ -115,7 +115,7 @@ def validate_target(target: Target, path: Path | None = None) -> Target:
         example = "12.8" if target.backend == "cuda" else "6.4"
         raise error(
             f"{where}backend {target.backend!r} needs an accelerator version like {example!r}, got {target.accelerator!r}.",
-            hint=f"Set accelerator = \"{example}\" (the {target.backend.upper()} version of the PyTorch build).",
+            hint=f'Set accelerator = "{example}" (the {target.backend.upper()} version of the PyTorch build).',
             path=path,
             value=target.accelerator,
         )
@@ -232,14 +232,18 @@ def _extension(path: Path, index: int, item: object) -> Extension:
             value=item["module"],
         )
     if not isinstance(item.get("compile", False), bool):
-        raise ProjectFileError(f"{path}: {where} compile must be true or false.", hint="compile = true when it must be built from source.", path=path)
+        raise ProjectFileError(
+            f"{path}: {where} compile must be true or false.", hint="compile = true when it must be built from source.", path=path
+        )
     return Extension(name=item["name"], module=item["module"], compile=item.get("compile", False), check=str(item.get("check", "")))
 
 
 def _check_keys(path: Path, section: str, table: object, allowed: set[str]) -> None:
     where = f"[{section}]" if section and not section.startswith("[") else (section or "the top level")
     if not isinstance(table, dict):
-        raise ProjectFileError(f"{path}: {where} must be a table.", hint="See the schema in the comments of a freshly generated bundle.toml.", path=path)
+        raise ProjectFileError(
+            f"{path}: {where} must be a table.", hint="See the schema in the comments of a freshly generated bundle.toml.", path=path
+        )
     unknown = sorted(set(table) - allowed)
     if unknown:
         raise ProjectFileError(
@@ -256,7 +260,7 @@ def _require_str(path: Path, section: str, table: dict, key: str) -> None:
         where = f"[{section}]" if not section.startswith("[") else section
         raise ProjectFileError(
             f"{path}: {where} {key} is missing or empty.",
-            hint=f"Set {key} = \"…\" in {where}.",
+            hint=f'Set {key} = "…" in {where}.',
             path=path,
             value=key,
         )
@@ -274,4 +278,3 @@ def update_target(bundle: Bundle, target: Target) -> None:
     for key, value in asdict(target).items():
         section[key] = value
     atomic_write_text(bundle.path, tomlkit.dumps(document))
-

@@ -157,15 +157,14 @@ class CompatTable:
             )
         if target.python not in release.python:
             raise TargetError(
-                f"torch {target.torch} has no wheels for Python {target.python}; it supports Python "
-                f"{', '.join(release.python)}.",
+                f"torch {target.torch} has no wheels for Python {target.python}; it supports Python {', '.join(release.python)}.",
                 hint="Choose one of those with --python X.Y.",
                 value=target.python,
             )
         if target.backend == "rocm" and target.platform != "linux_x86_64":
             raise TargetError(
                 f"ROCm builds of torch exist for linux_x86_64 only, not {target.platform}.",
-                hint="Use platform = \"linux_x86_64\" for a ROCm target, or --cuda/--cpu.",
+                hint='Use platform = "linux_x86_64" for a ROCm target, or --cuda/--cpu.',
                 value=target.platform,
             )
         return self._build(release, target)

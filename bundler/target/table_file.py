@@ -28,8 +28,20 @@ _TOP_KEYS = {"schema", "index_root", "pypi_index", "runtime_base", "cpu_devel_ba
 _CUDA_KEYS = {"driver_toolkit", "driver_minor_compat", "devel_base", "confirmed"}
 _ROCM_KEYS = {"arch", "devel_base", "confirmed"}
 _RELEASE_KEYS = {
-    "torch", "torchvision", "torchaudio", "triton", "pytorch_triton_rocm", "cuda", "rocm", "cpu",
-    "pypi_cuda", "python", "setuptools", "confirmed", "note", "arch",
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "triton",
+    "pytorch_triton_rocm",
+    "cuda",
+    "rocm",
+    "cpu",
+    "pypi_cuda",
+    "python",
+    "setuptools",
+    "confirmed",
+    "note",
+    "arch",
 }
 
 
@@ -115,7 +127,13 @@ def _cuda(path: Path, version: str, entry: object) -> CudaInfo:
     for key in ("driver_toolkit", "driver_minor_compat"):
         if not DRIVER_RE.match(_need_str(path, where, entry, key)):
             raise _bad(path, where, f"{key} {entry[key]!r} is not a driver version like 570.26", "Give the Linux driver version.")
-    return CudaInfo(version, entry["driver_toolkit"], entry["driver_minor_compat"], _need_str(path, where, entry, "devel_base"), _bool(path, where, entry, "confirmed", True))
+    return CudaInfo(
+        version,
+        entry["driver_toolkit"],
+        entry["driver_minor_compat"],
+        _need_str(path, where, entry, "devel_base"),
+        _bool(path, where, entry, "confirmed", True),
+    )
 
 
 def _rocm(path: Path, version: str, entry: object) -> RocmInfo:
@@ -152,18 +170,30 @@ def _release(path: Path, index: int, row: object) -> Release:
     python = _str_list(path, where, row, "python", PYTHON_RE, allow_empty=False)
     setuptools = row.get("setuptools", "never")
     if setuptools not in SETUPTOOLS_RULES:
-        raise _bad(path, where, f"setuptools {setuptools!r} is not one of {', '.join(SETUPTOOLS_RULES)}", "Say when torch declares setuptools.")
+        raise _bad(
+            path, where, f"setuptools {setuptools!r} is not one of {', '.join(SETUPTOOLS_RULES)}", "Say when torch declares setuptools."
+        )
     cpu = _bool(path, where, row, "cpu", True)
     if not (cuda or rocm or cpu):
         raise _bad(path, where, "lists no build at all", "List its cuda/rocm versions or set cpu = true.")
     arch_table = _table(path, f"{where} arch", row.get("arch", {}))
     arch = {tag: _str_list(path, f"{where} arch", arch_table, tag, ARCH_RE, allow_empty=True) for tag in arch_table}
     return Release(
-        torch=torch, torchvision=row["torchvision"], torchaudio=row["torchaudio"],
-        triton=row.get("triton", ""), pytorch_triton_rocm=row.get("pytorch_triton_rocm", ""),
-        cuda=cuda, rocm=rocm, cpu=cpu, pypi_cuda=row.get("pypi_cuda", ""), python=python,
-        setuptools=setuptools, confirmed=_bool(path, where, row, "confirmed", True),
-        note=row.get("note", ""), arch=arch, source=str(path),
+        torch=torch,
+        torchvision=row["torchvision"],
+        torchaudio=row["torchaudio"],
+        triton=row.get("triton", ""),
+        pytorch_triton_rocm=row.get("pytorch_triton_rocm", ""),
+        cuda=cuda,
+        rocm=rocm,
+        cpu=cpu,
+        pypi_cuda=row.get("pypi_cuda", ""),
+        python=python,
+        setuptools=setuptools,
+        confirmed=_bool(path, where, row, "confirmed", True),
+        note=row.get("note", ""),
+        arch=arch,
+        source=str(path),
     )
 
 
@@ -172,13 +202,25 @@ def _cross_check(release: Release, cuda: dict, rocm: dict) -> None:
     where = f"[[release]] torch {release.torch}"
     for version in release.cuda:
         if version not in cuda:
-            raise _bad(path, where, f"names CUDA {version}, which has no [cuda.\"{version}\"] entry", f'Add [cuda."{version}"] with its driver figures.')
+            raise _bad(
+                path,
+                where,
+                f'names CUDA {version}, which has no [cuda."{version}"] entry',
+                f'Add [cuda."{version}"] with its driver figures.',
+            )
     for version in release.rocm:
         if version not in rocm:
-            raise _bad(path, where, f"names ROCm {version}, which has no [rocm.\"{version}\"] entry", f'Add [rocm."{version}"] with its devel_base.')
+            raise _bad(
+                path, where, f'names ROCm {version}, which has no [rocm."{version}"] entry', f'Add [rocm."{version}"] with its devel_base.'
+            )
     for tag in release.arch:
         if tag not in release.build_tags():
-            raise _bad(path, where, f"gives architectures for {tag}, a build this release does not list", f"Builds listed: {', '.join(release.build_tags())}.")
+            raise _bad(
+                path,
+                where,
+                f"gives architectures for {tag}, a build this release does not list",
+                f"Builds listed: {', '.join(release.build_tags())}.",
+            )
 
 
 # ----- validation helpers ----------------------------------------------------------

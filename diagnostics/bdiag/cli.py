@@ -23,10 +23,12 @@ def parser() -> argparse.ArgumentParser:
     parse = argparse.ArgumentParser(
         prog="python diagnostics/run.py",
         description="Staged checks of this machine for a bundle: interpreter, packages, torch, device, compute, "
-                    "extensions, memory, io, checkpoint, collectives. Exit 0 when no stage failed, "
-                    "10 + the number of the first failing stage otherwise, 2 for bad usage.",
+        "extensions, memory, io, checkpoint, collectives. Exit 0 when no stage failed, "
+        "10 + the number of the first failing stage otherwise, 2 for bad usage.",
     )
-    parse.add_argument("--backend", choices=BACKENDS, help="expected backend (default: the bundle's [target] backend, else what torch finds)")
+    parse.add_argument(
+        "--backend", choices=BACKENDS, help="expected backend (default: the bundle's [target] backend, else what torch finds)"
+    )
     parse.add_argument("--json", metavar="FILE", help="write the JSON report to FILE (atomically)")
     parse.add_argument("--keep-going", action="store_true", help="run every stage even after a failure")
     parse.add_argument("--project", metavar="DIR", help="project folder holding bundle.toml (default: see README.md)")
@@ -72,8 +74,14 @@ def build_context(args, probe) -> Context:
     results_dir = args.results
     if results_dir is None and bundle is not None and not bundle.error:
         results_dir = os.path.join(bundle.root, str(bundle.diagnostics.get("results_dir", "runs")))
-    return Context(probe=probe, backend=backend, backend_source=source if backend else "inferred", bundle=bundle,
-                   results_dir=results_dir, keep_going=args.keep_going)
+    return Context(
+        probe=probe,
+        backend=backend,
+        backend_source=source if backend else "inferred",
+        bundle=bundle,
+        results_dir=results_dir,
+        keep_going=args.keep_going,
+    )
 
 
 def run_stages(ctx: Context, on_result=None) -> list:
@@ -90,8 +98,10 @@ def run_stages(ctx: Context, on_result=None) -> list:
                 stage.run(ctx, result)
             except Exception as error:
                 result.values["traceback"] = traceback.format_exc().splitlines()[-12:]
-                result.fail(f"unexpected {type(error).__name__}: {error}",
-                            "The machine behaves in a way the diagnostics did not expect: the report's values hold the traceback.")
+                result.fail(
+                    f"unexpected {type(error).__name__}: {error}",
+                    "The machine behaves in a way the diagnostics did not expect: the report's values hold the traceback.",
+                )
             result.seconds = time.perf_counter() - start
         if result.status == FAIL and first_failure is None:
             first_failure = result

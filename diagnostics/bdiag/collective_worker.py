@@ -18,8 +18,9 @@ def main(backend: str, device: str, rank: str, world: str, port: str, out: str) 
     if device == "cuda":
         torch.cuda.set_device(rank)
     target = torch.device("cuda", rank) if device == "cuda" else torch.device("cpu")
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=120))
+    dist.init_process_group(
+        backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=120)
+    )
     try:
         small = torch.full((1024,), float(rank + 1), device=target)
         dist.all_reduce(small)
@@ -37,8 +38,14 @@ def main(backend: str, device: str, rank: str, world: str, port: str, out: str) 
             torch.cuda.synchronize()
         seconds = (time.perf_counter() - start) / iterations
         bus_gb_s = numel * 4 * 2 * (world - 1) / world / seconds / 1e9
-        answer = {"ok": correct, "rank": rank, "value": float(small[0]), "expected": expected,
-                  "bus_bandwidth_gb_s": round(bus_gb_s, 2), "backend": backend}
+        answer = {
+            "ok": correct,
+            "rank": rank,
+            "value": float(small[0]),
+            "expected": expected,
+            "bus_bandwidth_gb_s": round(bus_gb_s, 2),
+            "backend": backend,
+        }
     finally:
         dist.destroy_process_group()
     tmp = out + ".tmp"

@@ -82,7 +82,7 @@ def read_bundle(path: str) -> BundleInfo:
         return info
     bad = [item for item in extensions if not isinstance(item, dict) or not isinstance(item.get("module"), str)]
     if bad:
-        info.error = "every [[extensions]] entry needs a module = \"import.name\""
+        info.error = 'every [[extensions]] entry needs a module = "import.name"'
         return info
     info.target = {key: str(value) for key, value in target.items()}
     info.lock = str(build.get("lock", info.lock))

@@ -31,11 +31,25 @@ class Lock:
     index_urls: list
 
 
-_REQ = re.compile(r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*"
-                  r"(?:==\s*(?P<version>[A-Za-z0-9.+!_-]+)|@\s*(?P<url>\S+))\s*(?:;\s*(?P<marker>.*))?$")
+_REQ = re.compile(
+    r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*"
+    r"(?:==\s*(?P<version>[A-Za-z0-9.+!_-]+)|@\s*(?P<url>\S+))\s*(?:;\s*(?P<marker>.*))?$"
+)
 _HASH = re.compile(r"^--hash[=\s]+(sha256|sha384|sha512):[0-9a-f]{64,128}$")
-_OPTIONS_WITH_VALUE = ("--index-url", "-i", "--extra-index-url", "--find-links", "-f", "--trusted-host",
-                       "--no-binary", "--only-binary", "-c", "--constraint", "-r", "--requirement")
+_OPTIONS_WITH_VALUE = (
+    "--index-url",
+    "-i",
+    "--extra-index-url",
+    "--find-links",
+    "-f",
+    "--trusted-host",
+    "--no-binary",
+    "--only-binary",
+    "-c",
+    "--constraint",
+    "-r",
+    "--requirement",
+)
 _FLAG_OPTIONS = ("--prefer-binary", "--require-hashes", "--no-index", "--pre")
 
 
@@ -107,9 +121,10 @@ def _split_hashes(path: str, number: int, line: str) -> tuple[str, list]:
 
 # --- environment markers: a small evaluator for what pip-compile writes --------------------
 
+
 def _marker_env() -> dict:
     return {
-        "python_version": "%d.%d" % sys.version_info[:2],
+        "python_version": "{}.{}".format(*sys.version_info[:2]),
         "python_full_version": platform.python_version(),
         "sys_platform": sys.platform,
         "platform_system": platform.system(),
@@ -197,6 +212,7 @@ def _compare(left: str, op: str, right: str) -> bool:
 
 
 # --- versions: the part of PEP 440 equality a lock check needs ----------------------------
+
 
 def same_version(installed: str, pinned: str) -> bool:
     """Equal releases (1.0 == 1.0.0), equal pre/post/dev parts, and the same local label (+cu128)."""

@@ -39,11 +39,17 @@ class Probe:
         exists and shares nothing with this one, so it stays a fresh process, only warmed up.
         """
         if importlib.util.find_spec("pip") is not None:
-            self._pip = subprocess.Popen([self.executable(), "-m", "pip", "check", "--disable-pip-version-check"],
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+            self._pip = subprocess.Popen(
+                [self.executable(), "-m", "pip", "check", "--disable-pip-version-check"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            )
         script = os.path.join(FOLDER, "bdiag", "reload_checkpoint.py")
-        self._fresh = subprocess.Popen([self.executable(), script, "--serve"], stdin=subprocess.PIPE,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._fresh = subprocess.Popen(
+            [self.executable(), script, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     def close(self) -> None:
         for process in (self._pip, self._fresh):
@@ -90,8 +96,12 @@ class Probe:
             return True, process.returncode, output.strip()
         if importlib.util.find_spec("pip") is None:
             return False, 0, ""
-        done = subprocess.run([self.executable(), "-m", "pip", "check", "--disable-pip-version-check"],
-                              capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+        done = subprocess.run(
+            [self.executable(), "-m", "pip", "check", "--disable-pip-version-check"],
+            capture_output=True,
+            text=True,
+            timeout=SUBPROCESS_TIMEOUT,
+        )
         return True, done.returncode, (done.stdout + done.stderr).strip()
 
     # --- torch and devices ---------------------------------------------------------------
@@ -157,7 +167,7 @@ class Probe:
 
         cells = query(fields)
         if cells is not None and len(cells) == len(fields):
-            return dict(zip(fields, cells))
+            return dict(zip(fields, cells, strict=False))
         answers = {}
         for name in fields:  # an older nvidia-smi refuses the whole query for one unknown field
             one = query([name])
@@ -174,8 +184,7 @@ class Probe:
 
     # --- compute -----------------------------------------------------------------------
     def torch_versions(self, torch) -> dict:
-        return {"version": torch.__version__, "cuda": getattr(torch.version, "cuda", None),
-                "hip": getattr(torch.version, "hip", None)}
+        return {"version": torch.__version__, "cuda": getattr(torch.version, "cuda", None), "hip": getattr(torch.version, "hip", None)}
 
     def device_matmul(self, torch, a, b, device, dtype):
         """a @ b computed on ``device`` in ``dtype``; float64 inputs and result live on the CPU."""
@@ -202,7 +211,6 @@ class Probe:
         for _ in range(3):
             torch.matmul(a, b, out=out)
         seconds = self._gpu_time(torch, device, lambda: torch.matmul(a, b, out=out), iterations, trials)
-        del a, b, out
         return 2 * n**3 / seconds / 1e12
 
     def copy_bandwidth_tbs(self, torch, device, nbytes: int, iterations: int = 20, trials: int = 5) -> float:
@@ -211,7 +219,6 @@ class Probe:
         dst = torch.empty_like(src)
         dst.copy_(src)
         seconds = self._gpu_time(torch, device, lambda: dst.copy_(src), iterations, trials)
-        del src, dst
         return 2 * nbytes / seconds / 1e12
 
     @staticmethod
@@ -234,8 +241,13 @@ class Probe:
         binary = shutil.which("nvidia-smi")
         if not binary:
             return None
-        command = [binary, "--query-gpu=clocks_event_reasons.active,clocks.sm,temperature.gpu,power.draw",
-                   "--format=csv,noheader,nounits", "-lms", "200"]
+        command = [
+            binary,
+            "--query-gpu=clocks_event_reasons.active,clocks.sm,temperature.gpu,power.draw",
+            "--format=csv,noheader,nounits",
+            "-lms",
+            "200",
+        ]
         if device:
             command += ["-i", device]
         try:
@@ -260,6 +272,7 @@ class Probe:
 
     def compile_smoke(self, torch, device, backend: str) -> float:
         """Compile a small function with torch.compile, check it against eager; max abs error."""
+
         def fn(x):
             return torch.sin(x) * 2 + torch.relu(x)
 
@@ -359,8 +372,9 @@ class Probe:
             code = process.returncode
         else:
             script = os.path.join(FOLDER, "bdiag", "reload_checkpoint.py")
-            done = subprocess.run([self.executable(), script, checkpoint, device, out],
-                                  capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT)
+            done = subprocess.run(
+                [self.executable(), script, checkpoint, device, out], capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT
+            )
             code, stdout, stderr = done.returncode, done.stdout, done.stderr
         if code != 0 or not os.path.isfile(out):
             tail = (stderr or stdout).strip().splitlines()[-3:]

@@ -34,7 +34,7 @@ def main(checkpoint: str, device: str, out: str) -> int:
 
 
 def serve() -> int:
-    import torch  # noqa: F401  (the slow part, done while the parent runs other stages)
+    import torch
 
     try:
         import torch._dynamo  # noqa: F401  (torch.optim pulls it in; seconds on a small CPU)

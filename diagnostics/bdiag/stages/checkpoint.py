@@ -43,23 +43,36 @@ def _round_trip(ctx, result, torch, device, scratch) -> None:
     path = os.path.join(scratch, "checkpoint.pt")
     write_seconds = ctx.probe.save_checkpoint(torch, state, path)
     size = os.path.getsize(path)
-    result.values.update(bytes=size, write_seconds=round(write_seconds, 4), entries=len(expected),
-                         contents=["model", "optimizer", "scheduler", "scaler", "rng", "progress"], device=device)
+    result.values.update(
+        bytes=size,
+        write_seconds=round(write_seconds, 4),
+        entries=len(expected),
+        contents=["model", "optimizer", "scheduler", "scaler", "rng", "progress"],
+        device=device,
+    )
     try:
         answer = ctx.probe.reload_checkpoint(path, device, os.path.join(scratch, "reloaded.json"))
     except Exception as error:
-        result.fail(f"the checkpoint does not reload in a fresh process: {error}",
-                    "Check the results folder's storage and that the same torch loads it; a checkpoint that cannot be resumed costs the whole run.")
+        result.fail(
+            f"the checkpoint does not reload in a fresh process: {error}",
+            "Check the results folder's storage and that the same torch loads it; a checkpoint that cannot be resumed costs the whole run.",
+        )
         return
     read_seconds = answer["read_seconds"]
-    result.values.update(read_seconds=round(read_seconds, 4), reload_pid=answer.get("pid"),
-                         write_mb_s=round(size / 1e6 / max(write_seconds, 1e-9), 1), read_mb_s=round(size / 1e6 / max(read_seconds, 1e-9), 1))
+    result.values.update(
+        read_seconds=round(read_seconds, 4),
+        reload_pid=answer.get("pid"),
+        write_mb_s=round(size / 1e6 / max(write_seconds, 1e-9), 1),
+        read_mb_s=round(size / 1e6 / max(read_seconds, 1e-9), 1),
+    )
     result.summary = f"{size / 1e6:.0f} MB, write {write_seconds:.2f} s, read {read_seconds:.2f} s, bit-exact"
     for label, got in (("as loaded", answer["raw"]), ("after load_state_dict", answer["restored"])):
         differing = sorted(key for key in set(expected) | set(got) if expected.get(key) != got.get(key))
         if differing:
             result.values[f"differs_{label.replace(' ', '_')}"] = differing[:50]
             result.summary = f"{len(differing)} entries differ"
-            result.fail(f"{len(differing)} of {len(expected)} checkpoint entries differ {label} in a fresh process: {', '.join(differing[:SHOWN])}",
-                        "The checkpoint is not reloadable bit for bit: check the storage (corruption), and that save and load use the same torch.")
+            result.fail(
+                f"{len(differing)} of {len(expected)} checkpoint entries differ {label} in a fresh process: {', '.join(differing[:SHOWN])}",
+                "The checkpoint is not reloadable bit for bit: check the storage (corruption), and that save and load use the same torch.",
+            )
             return

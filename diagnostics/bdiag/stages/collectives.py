@@ -35,9 +35,13 @@ def run(ctx, result) -> None:
     result.values.update(backend=backend, world=WORLD, ranks=answers)
     broken = [answer for answer in answers if not answer.get("ok")]
     if broken:
-        detail = broken[0].get("error") or f"rank {broken[0].get('rank')} got {broken[0].get('value')}, expected {broken[0].get('expected')}"
-        result.fail(f"a {WORLD}-rank {backend} all_reduce failed: {detail}",
-                    "Start the container with --ipc=host (or a large --shm-size); rerun with NCCL_DEBUG=INFO to see the transport that fails.")
+        detail = (
+            broken[0].get("error") or f"rank {broken[0].get('rank')} got {broken[0].get('value')}, expected {broken[0].get('expected')}"
+        )
+        result.fail(
+            f"a {WORLD}-rank {backend} all_reduce failed: {detail}",
+            "Start the container with --ipc=host (or a large --shm-size); rerun with NCCL_DEBUG=INFO to see the transport that fails.",
+        )
         return
     bandwidth = min(answer.get("bus_bandwidth_gb_s", 0) for answer in answers)
     result.values["bus_bandwidth_gb_s"] = bandwidth

@@ -10,8 +10,13 @@ NEEDS_TORCH = True
 CHECK_SIZE = 512
 TOLERANCE = {"float32": 5e-3, "bfloat16": 3e-2, "float16": 1e-2}  # relative Frobenius error; fp32 allows TF32
 # Bits of nvidia-smi's clocks_event_reasons.active that mean the card slowed down on its own.
-CLOCK_REASONS = {0x4: "software power cap", 0x8: "hardware slowdown", 0x40: "software thermal slowdown",
-                 0x80: "hardware thermal slowdown", 0x100: "hardware power brake"}
+CLOCK_REASONS = {
+    0x4: "software power cap",
+    0x8: "hardware slowdown",
+    0x40: "software thermal slowdown",
+    0x80: "hardware thermal slowdown",
+    0x100: "hardware power brake",
+}
 
 
 def run(ctx, result) -> None:
@@ -53,8 +58,10 @@ def _correct(ctx, result, device, dtype) -> bool:
     name = str(dtype).replace("torch.", "")
     result.values[f"gemm_{name}_relative_error"] = error
     if not error <= TOLERANCE[name]:  # also catches NaN
-        result.fail(f"a {name} GEMM on {device} differs from the float64 CPU reference (relative error {error:.3g} > {TOLERANCE[name]})",
-                    "Wrong results from the device: the card or its driver is faulty — ask the provider for another machine.")
+        result.fail(
+            f"a {name} GEMM on {device} differs from the float64 CPU reference (relative error {error:.3g} > {TOLERANCE[name]})",
+            "Wrong results from the device: the card or its driver is faulty — ask the provider for another machine.",
+        )
         return False
     return True
 
@@ -77,18 +84,23 @@ def _throughput(ctx, result, device, dtype) -> None:
     tbs = probe.copy_bandwidth_tbs(torch, device, nbytes)
     name = str(dtype).replace("torch.", "")
     reasons = _clock_reasons(samples)
-    result.values.update(gemm_dtype=name, gemm_tflops=round(tflops, 1), bandwidth_tbs=round(tbs, 3),
-                         clock_event_reasons=reasons, thresholds=limits)
+    result.values.update(
+        gemm_dtype=name, gemm_tflops=round(tflops, 1), bandwidth_tbs=round(tbs, 3), clock_event_reasons=reasons, thresholds=limits
+    )
     result.summary = f"GEMM {name} {tflops:.0f} TFLOP/s, copy {tbs:.2f} TB/s"
     if row is None:
         result.note(f"no datasheet row for {info['name']!r}: figures reported, not judged (add a row to gpus.json)")
         return
     gemm_fraction, bandwidth_fraction = tflops / row["bf16_tflops"], tbs / row["bandwidth_tbs"]
     result.values.update(datasheet=row["name"], gemm_fraction=round(gemm_fraction, 3), bandwidth_fraction=round(bandwidth_fraction, 3))
-    result.summary = f"GEMM {name} {tflops:.0f} TFLOP/s ({gemm_fraction:.0%} of {row['bf16_tflops']}), copy {tbs:.2f} TB/s ({bandwidth_fraction:.0%})"
+    result.summary = (
+        f"GEMM {name} {tflops:.0f} TFLOP/s ({gemm_fraction:.0%} of {row['bf16_tflops']}), copy {tbs:.2f} TB/s ({bandwidth_fraction:.0%})"
+    )
     throttled = f" Clock event reasons during the GEMM: {', '.join(reasons)}." if reasons else ""
-    hint = (f"The card is slower than its datasheet ({row['name']}).{throttled} Check `nvidia-smi -q -d PERFORMANCE,CLOCK,POWER`, "
-            "other processes on the GPU, and cooling; ask the provider for another machine if it persists.")
+    hint = (
+        f"The card is slower than its datasheet ({row['name']}).{throttled} Check `nvidia-smi -q -d PERFORMANCE,CLOCK,POWER`, "
+        "other processes on the GPU, and cooling; ask the provider for another machine if it persists."
+    )
     for what, fraction, pass_at, warn_at in (
         ("GEMM", gemm_fraction, limits["gemm_pass"], limits["gemm_warn"]),
         ("memory bandwidth", bandwidth_fraction, limits["bandwidth_pass"], limits["bandwidth_warn"]),

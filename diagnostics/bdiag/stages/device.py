@@ -34,9 +34,13 @@ def run(ctx, result) -> None:
         override = environ.get("HSA_OVERRIDE_GFX_VERSION")
         result.values["HSA_OVERRIDE_GFX_VERSION"] = override
     if not probe.cuda_available(torch) or probe.device_count(torch) == 0:
-        flags = "--gpus all (NVIDIA container toolkit)" if ctx.backend == "cuda" else "--device=/dev/kfd --device=/dev/dri --group-add video"
-        result.fail(f"torch sees no {ctx.backend} device",
-                    f"Start the container with {flags}; check the driver on the host (nvidia-smi / rocm-smi).")
+        flags = (
+            "--gpus all (NVIDIA container toolkit)" if ctx.backend == "cuda" else "--device=/dev/kfd --device=/dev/dri --group-add video"
+        )
+        result.fail(
+            f"torch sees no {ctx.backend} device",
+            f"Start the container with {flags}; check the driver on the host (nvidia-smi / rocm-smi).",
+        )
         return
     arch_list = probe.arch_list(torch)
     result.values["arch_list"] = arch_list
@@ -64,11 +68,15 @@ def _cuda_driver(ctx, result) -> None:
         result.note("no NVIDIA driver version found (/proc/driver/nvidia/version, nvidia-smi)")
         return
     if compat and not driver_at_least(driver, compat):
-        result.fail(f"driver {driver} is too old for torch built with CUDA {cuda} (needs ≥ {compat})",
-                    f"Rent a machine with driver ≥ {compat} (≥ {toolkit or compat} for the full toolkit), or use an older CUDA build of torch.")
+        result.fail(
+            f"driver {driver} is too old for torch built with CUDA {cuda} (needs ≥ {compat})",
+            f"Rent a machine with driver ≥ {compat} (≥ {toolkit or compat} for the full toolkit), or use an older CUDA build of torch.",
+        )
     elif toolkit and not driver_at_least(driver, toolkit):
-        result.warn(f"driver {driver} runs CUDA {cuda} wheels through minor-version compatibility only (toolkit wants ≥ {toolkit})",
-                    "Kernels compiled just in time from PTX (and some libraries) need the full-toolkit driver.")
+        result.warn(
+            f"driver {driver} runs CUDA {cuda} wheels through minor-version compatibility only (toolkit wants ≥ {toolkit})",
+            "Kernels compiled just in time from PTX (and some libraries) need the full-toolkit driver.",
+        )
 
 
 def _cuda_arch(ctx, result, info: dict, arch_list: list) -> None:
@@ -76,12 +84,16 @@ def _cuda_arch(ctx, result, info: dict, arch_list: list) -> None:
     entry, kind = cuda_arch_support((major, minor), arch_list)
     info["runs_via"] = entry
     if kind == "none":
-        result.fail(f"{info['name']} is sm_{major}{minor}, which this torch build does not contain ({' '.join(arch_list) or 'empty arch list'})",
-                    f"'no kernel image is available' would follow: install a torch build whose arch list covers sm_{major}{minor} "
-                    f"(newer CUDA builds, e.g. {index_url('cuda', '12.8')} for Blackwell), and re-lock.")
+        result.fail(
+            f"{info['name']} is sm_{major}{minor}, which this torch build does not contain ({' '.join(arch_list) or 'empty arch list'})",
+            f"'no kernel image is available' would follow: install a torch build whose arch list covers sm_{major}{minor} "
+            f"(newer CUDA builds, e.g. {index_url('cuda', '12.8')} for Blackwell), and re-lock.",
+        )
     elif kind == "ptx":
-        result.warn(f"{info['name']} (sm_{major}{minor}) runs only through PTX {entry}: kernels compile just in time at first use",
-                    "Expect a slow first start; prefer a build that ships sm_{0}{1} cubins.".format(major, minor))
+        result.warn(
+            f"{info['name']} (sm_{major}{minor}) runs only through PTX {entry}: kernels compile just in time at first use",
+            f"Expect a slow first start; prefer a build that ships sm_{major}{minor} cubins.",
+        )
 
 
 def _rocm_arch(ctx, result, info: dict, arch_list: list) -> None:
@@ -90,12 +102,20 @@ def _rocm_arch(ctx, result, info: dict, arch_list: list) -> None:
     info["gfx"] = arch
     if arch not in arch_list:
         suffix = f" (HSA_OVERRIDE_GFX_VERSION={override} is set)" if override else ""
-        result.fail(f"{info['name']} reports {arch or 'no gcnArchName'}, not in this torch build's arch list ({' '.join(arch_list)}){suffix}",
-                    "'HIP error: invalid device function' would follow: install a ROCm build of torch that lists it"
-                    + (", or correct/unset HSA_OVERRIDE_GFX_VERSION (a wrong value gives HSA_STATUS_ERROR_INVALID_ISA)." if override else ", or set HSA_OVERRIDE_GFX_VERSION to the nearest listed gfx as a workaround."))
+        result.fail(
+            f"{info['name']} reports {arch or 'no gcnArchName'}, not in this torch build's arch list ({' '.join(arch_list)}){suffix}",
+            "'HIP error: invalid device function' would follow: install a ROCm build of torch that lists it"
+            + (
+                ", or correct/unset HSA_OVERRIDE_GFX_VERSION (a wrong value gives HSA_STATUS_ERROR_INVALID_ISA)."
+                if override
+                else ", or set HSA_OVERRIDE_GFX_VERSION to the nearest listed gfx as a workaround."
+            ),
+        )
     elif override:
-        result.warn(f"HSA_OVERRIDE_GFX_VERSION={override} makes the device report {arch}",
-                    "The override is a workaround: kernels for another gfx may misbehave; unset it when the build lists the real gfx.")
+        result.warn(
+            f"HSA_OVERRIDE_GFX_VERSION={override} makes the device report {arch}",
+            "The override is a workaround: kernels for another gfx may misbehave; unset it when the build lists the real gfx.",
+        )
 
 
 def _memory_vs_datasheet(ctx, result, info: dict) -> None:
@@ -122,7 +142,9 @@ def _mig_and_ecc(ctx, result, visible: str | None) -> None:
     if visible and any(part.strip().startswith("MIG-") for part in visible.split(",")):
         message = f"CUDA_VISIBLE_DEVICES={visible} selects a MIG slice"
         result.warn(message, hint) if allowed else result.fail(message, hint)
-    smi = ctx.probe.nvidia_smi(["mig.mode.current", "ecc.errors.uncorrected.volatile.total", "retired_pages.pending", "remapped_rows.pending"])
+    smi = ctx.probe.nvidia_smi(
+        ["mig.mode.current", "ecc.errors.uncorrected.volatile.total", "retired_pages.pending", "remapped_rows.pending"]
+    )
     if not smi:
         return
     result.values["nvidia_smi"] = smi
@@ -131,7 +153,11 @@ def _mig_and_ecc(ctx, result, visible: str | None) -> None:
         result.warn(message, hint) if allowed else result.fail(message, hint)
     uncorrected = smi.get("ecc.errors.uncorrected.volatile.total", "")
     if uncorrected.isdigit() and int(uncorrected) > 0:
-        result.warn(f"{uncorrected} uncorrected ECC errors since the driver loaded", "Ask the provider for another machine: the card is degrading.")
+        result.warn(
+            f"{uncorrected} uncorrected ECC errors since the driver loaded", "Ask the provider for another machine: the card is degrading."
+        )
     for key in ("retired_pages.pending", "remapped_rows.pending"):
         if smi.get(key, "").lower() in ("yes", "1"):
-            result.warn(f"{key} = {smi[key]}: a reset is needed to retire memory", "Ask the provider to reset the GPU or give you another machine.")
+            result.warn(
+                f"{key} = {smi[key]}: a reset is needed to retire memory", "Ask the provider to reset the GPU or give you another machine."
+            )

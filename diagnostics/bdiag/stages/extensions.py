@@ -24,7 +24,9 @@ def run(ctx, result) -> None:
             loaded.append(item["module"])
     result.values.update(declared=[item["module"] for item in declared], loaded=loaded)
     _compile(ctx, result)
-    result.summary = f"{len(loaded)}/{len(declared)} extensions" + (f", compile {result.values['compile']}" if "compile" in result.values else "")
+    result.summary = f"{len(loaded)}/{len(declared)} extensions" + (
+        f", compile {result.values['compile']}" if "compile" in result.values else ""
+    )
 
 
 def _extension(ctx, result, item: dict) -> bool:
@@ -33,18 +35,16 @@ def _extension(ctx, result, item: dict) -> bool:
     try:
         ctx.probe.import_module(module_name)
     except Exception as error:
-        result.fail(f"extension {distribution} does not import ({module_name}): {type(error).__name__}: {error}",
-                    _hint(item))
+        result.fail(f"extension {distribution} does not import ({module_name}): {type(error).__name__}: {error}", _hint(item))
         return False
     if not check:
-        result.note(f"{module_name}: imported; no check declared (add check = \"…\" to [[extensions]] to run one op)")
+        result.note(f'{module_name}: imported; no check declared (add check = "…" to [[extensions]] to run one op)')
         return True
     namespace = {"torch": ctx.torch, module_name.split(".")[0]: ctx.probe.import_module(module_name.split(".")[0])}
     try:
         value = eval(check, namespace)  # the bundle's own declared expression
     except Exception as error:
-        result.fail(f"extension {distribution} imports, but its check `{check}` raised {type(error).__name__}: {error}",
-                    _hint(item))
+        result.fail(f"extension {distribution} imports, but its check `{check}` raised {type(error).__name__}: {error}", _hint(item))
         return False
     result.values.setdefault("checks", {})[module_name] = repr(value)[:200]
     return True
@@ -52,9 +52,13 @@ def _extension(ctx, result, item: dict) -> bool:
 
 def _hint(item: dict) -> str:
     if item.get("compile"):
-        return (f"{item.get('name', item['module'])} is compiled against torch: rebuild it for this torch/CUDA on a devel base "
-                "(`bundler build` picks one when compile = true), and keep its version from the lock.")
-    return f"Install {item.get('name', item['module'])} at the version in the lock, built for this torch and {item.get('backend', 'backend')}."
+        return (
+            f"{item.get('name', item['module'])} is compiled against torch: rebuild it for this torch/CUDA on a devel base "
+            "(`bundler build` picks one when compile = true), and keep its version from the lock."
+        )
+    return (
+        f"Install {item.get('name', item['module'])} at the version in the lock, built for this torch and {item.get('backend', 'backend')}."
+    )
 
 
 def _compile(ctx, result) -> None:
@@ -69,11 +73,17 @@ def _compile(ctx, result) -> None:
         error = ctx.probe.compile_smoke(ctx.torch, device, backend)
     except Exception as failure:
         result.values["compile"] = f"{backend}: failed"
-        result.warn(f"torch.compile (backend {backend}) failed: {type(failure).__name__}: {str(failure).splitlines()[0][:200] if str(failure) else ''}",
-                    "Only projects that call torch.compile need it: on GPUs check the triton package matches torch; on CPU a C++ compiler is needed for inductor.")
+        result.warn(
+            f"torch.compile (backend {backend}) failed: {type(failure).__name__}: "
+            f"{str(failure).splitlines()[0][:200] if str(failure) else ''}",
+            "Only projects that call torch.compile need it: on GPUs check the triton package matches torch; on CPU a C++ compiler is "
+            "needed for inductor.",
+        )
         return
     result.values["compile"] = backend
     result.values["compile_max_error"] = error
     if not error <= 1e-4:
-        result.warn(f"torch.compile (backend {backend}) gives results that differ from eager by {error:.3g}",
-                    "Report it with the torch and triton versions; run the project without torch.compile meanwhile.")
+        result.warn(
+            f"torch.compile (backend {backend}) gives results that differ from eager by {error:.3g}",
+            "Report it with the torch and triton versions; run the project without torch.compile meanwhile.",
+        )

@@ -14,14 +14,15 @@ def run(ctx, result) -> None:
     executable, prefix, base_prefix = probe.executable(), probe.prefix(), probe.base_prefix()
     version = ".".join(str(part) for part in probe.python_version())
     in_venv = os.path.realpath(prefix) != os.path.realpath(base_prefix)
-    result.values.update(executable=executable, version=version, prefix=prefix, venv=in_venv,
-                         bundle_python=environ.get("BUNDLE_PYTHON"))
+    result.values.update(executable=executable, version=version, prefix=prefix, venv=in_venv, bundle_python=environ.get("BUNDLE_PYTHON"))
     result.summary = f"Python {version}" + (" (venv)" if in_venv else "")
     if ctx.bundle is not None:
         result.values["bundle"] = ctx.bundle.path
         if ctx.bundle.error:
-            result.fail(f"{ctx.bundle.path} {ctx.bundle.error}",
-                        f"Fix {ctx.bundle.path} (see the schema in bundler's bundle.py), or pass --backend and --project to check without it.")
+            result.fail(
+                f"{ctx.bundle.path} {ctx.bundle.error}",
+                f"Fix {ctx.bundle.path} (see the schema in bundler's bundle.py), or pass --backend and --project to check without it.",
+            )
             return
     _check_bundle_python(result, environ.get("BUNDLE_PYTHON"), executable, prefix, base_prefix)
     wanted = ctx.bundle.target.get("python") if ctx.bundle else None
@@ -29,8 +30,11 @@ def run(ctx, result) -> None:
         minor = ".".join(version.split(".")[:2])
         result.values["target_python"] = wanted
         if minor != wanted:
-            result.fail(f"Python {minor} runs, but the bundle targets Python {wanted}",
-                        f"The lock's wheels are built for Python {wanted}: run with that interpreter (the image's /opt/venv/bin/python), or re-lock with `bundler lock --python {minor}`.")
+            result.fail(
+                f"Python {minor} runs, but the bundle targets Python {wanted}",
+                f"The lock's wheels are built for Python {wanted}: run with that interpreter (the image's /opt/venv/bin/python), or "
+                f"re-lock with `bundler lock --python {minor}`.",
+            )
 
 
 def _check_bundle_python(result, bundle_python, executable, prefix, base_prefix) -> None:
@@ -46,8 +50,11 @@ def _check_bundle_python(result, bundle_python, executable, prefix, base_prefix)
         wanted = bundle_python
     result.values["expected_environment"] = expected_root or bundle_python
     if not same:
-        result.fail(f"this is {executable} (prefix {prefix}), not {wanted} that the bundle installed into",
-                    f"Run `{bundle_python} diagnostics/run.py`, or activate that environment; do not reinstall packages before checking which interpreter runs.")
+        result.fail(
+            f"this is {executable} (prefix {prefix}), not {wanted} that the bundle installed into",
+            f"Run `{bundle_python} diagnostics/run.py`, or activate that environment; do not reinstall packages before checking which "
+            "interpreter runs.",
+        )
 
 
 def _venv_root(python: str) -> str | None:

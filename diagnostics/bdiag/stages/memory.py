@@ -34,8 +34,10 @@ def run(ctx, result) -> None:
     try:
         source, step = load_hook(ctx)
     except Exception as error:
-        result.fail(f"the memory hook {ctx.bundle.diagnostics.get('memory_hook')!r} does not load: {type(error).__name__}: {error}",
-                    "Set [diagnostics] memory_hook = \"package.module:function\" to a function taking a torch.device.")
+        result.fail(
+            f"the memory hook {ctx.bundle.diagnostics.get('memory_hook')!r} does not load: {type(error).__name__}: {error}",
+            'Set [diagnostics] memory_hook = "package.module:function" to a function taking a torch.device.',
+        )
         return
     result.values["step"] = source
     if not ctx.gpu:
@@ -47,21 +49,33 @@ def run(ctx, result) -> None:
         measured = ctx.probe.peak_memory(torch, device, step)
     except Exception as error:
         if "out of memory" in str(error).lower():
-            result.fail(f"one step of {source} ran out of device memory: {str(error).splitlines()[0][:200]}",
-                        "Lower the batch size or sequence length (or use gradient checkpointing / a bigger card) before the full run.")
+            result.fail(
+                f"one step of {source} ran out of device memory: {str(error).splitlines()[0][:200]}",
+                "Lower the batch size or sequence length (or use gradient checkpointing / a bigger card) before the full run.",
+            )
             return
         raise
     peak, total = max(measured["peak_reserved"], measured["peak_allocated"]), measured["total"]
     headroom = 1 - peak / total
-    result.values.update(peak_allocated=measured["peak_allocated"], peak_reserved=measured["peak_reserved"], total=total,
-                         headroom_fraction=round(headroom, 3), **{f"step_{k}": v for k, v in measured["extra"].items()})
+    result.values.update(
+        peak_allocated=measured["peak_allocated"],
+        peak_reserved=measured["peak_reserved"],
+        total=total,
+        headroom_fraction=round(headroom, 3),
+        **{f"step_{k}": v for k, v in measured["extra"].items()},
+    )
     result.summary = f"peak {peak / GIB:.1f} of {total / GIB:.0f} GiB ({headroom:.0%} free)"
     if headroom < 0:
-        result.fail(f"the step needs {peak / GIB:.1f} GiB, the device has {total / GIB:.1f} GiB",
-                    "Lower the batch size or sequence length before the full run.")
+        result.fail(
+            f"the step needs {peak / GIB:.1f} GiB, the device has {total / GIB:.1f} GiB",
+            "Lower the batch size or sequence length before the full run.",
+        )
     elif headroom < data()["memory"]["headroom_warn_fraction"]:
-        result.warn(f"only {headroom:.0%} of device memory is left at the step's peak",
-                    "Longer inputs or fragmentation may run out of memory: lower the batch size or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
+        result.warn(
+            f"only {headroom:.0%} of device memory is left at the step's peak",
+            "Longer inputs or fragmentation may run out of memory: lower the batch size or set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+        )
 
 
 def _cpu(ctx, result, step, source) -> None:
@@ -72,7 +86,6 @@ def _cpu(ctx, result, step, source) -> None:
         result.fail(f"one step of {source} failed on CPU: {type(error).__name__}: {error}", "Fix the step before the full run.")
         return
     available = ctx.probe.mem_available_bytes()
-    result.values.update(max_rss=ctx.probe.max_rss_bytes(), mem_available=available,
-                         **{f"step_{k}": v for k, v in (extra or {}).items()})
+    result.values.update(max_rss=ctx.probe.max_rss_bytes(), mem_available=available, **{f"step_{k}": v for k, v in (extra or {}).items()})
     result.skip("backend cpu: no device memory to measure (the step ran; process RSS reported)")
     result.summary = f"RSS {result.values['max_rss'] / GIB:.1f} GiB"

@@ -16,8 +16,7 @@ def run(ctx, result) -> None:
     installed = probe.installed_distributions()
     result.values["installed"] = len(installed)
     if ctx.bundle is None or ctx.bundle.error:
-        result.warn("no usable bundle.toml, so no lock to compare with",
-                    "Run from the project (or pass --project) after `bundler lock`.")
+        result.warn("no usable bundle.toml, so no lock to compare with", "Run from the project (or pass --project) after `bundler lock`.")
     elif not os.path.isfile(ctx.bundle.lock_path):
         result.values["lock"] = ctx.bundle.lock_path
         result.warn(f"no lock at {ctx.bundle.lock_path}", "Create it with `bundler lock`, then rebuild the image.")
@@ -52,13 +51,17 @@ def _compare(result, path: str, installed: dict) -> None:
             problem = ("other", f"{name} {have} (locked {pin.version})")
         if problem:
             (unsure if applies is None else (missing if problem[0] == "missing" else other)).append(problem[1])
-    result.values.update(locked=checked, not_for_this_platform=len(lock.pins) - checked, missing=missing,
-                         other_version=other, index_urls=lock.index_urls)
+    result.values.update(
+        locked=checked, not_for_this_platform=len(lock.pins) - checked, missing=missing, other_version=other, index_urls=lock.index_urls
+    )
     result.summary = f"{checked} locked, {len(missing)} missing, {len(other)} other version"
     if missing or other:
         named = (missing + other)[:SHOWN]
-        result.fail(f"the environment differs from the lock: {', '.join(named)}" + (" …" if len(missing + other) > SHOWN else ""),
-                    f"Reinstall exactly the lock: `python -m pip install --require-hashes --no-deps -r {os.path.basename(path)}` (or rebuild the image with `bundler build`).")
+        result.fail(
+            f"the environment differs from the lock: {', '.join(named)}" + (" …" if len(missing + other) > SHOWN else ""),
+            f"Reinstall exactly the lock: `python -m pip install --require-hashes --no-deps -r {os.path.basename(path)}` (or rebuild the "
+            "image with `bundler build`).",
+        )
     if unsure:
         result.values["unsure_marker"] = unsure
         result.warn(f"could not evaluate the environment markers of: {', '.join(unsure[:SHOWN])}", None)
@@ -68,11 +71,15 @@ def _pip_check(result, probe) -> None:
     present, code, output = probe.pip_check()
     if not present:
         result.values["pip_check"] = "pip absent"
-        result.warn("pip is not installed here, so `pip check` did not run", "Install pip in the environment to check declared dependencies.")
+        result.warn(
+            "pip is not installed here, so `pip check` did not run", "Install pip in the environment to check declared dependencies."
+        )
         return
     result.values["pip_check"] = "ok" if code == 0 else output.splitlines()[:SHOWN]
     if code != 0:
-        result.fail(f"`pip check` found broken requirements: {'; '.join(output.splitlines()[:3])}",
-                    "Install the versions the lock names; a package installed on top of the lock usually causes this.")
+        result.fail(
+            f"`pip check` found broken requirements: {'; '.join(output.splitlines()[:3])}",
+            "Install the versions the lock names; a package installed on top of the lock usually causes this.",
+        )
     elif not result.summary:
         result.summary = "pip check ok"

@@ -38,8 +38,10 @@ def _dataloader(ctx, result) -> None:
     try:
         run = ctx.probe.run_dataloader(ctx.torch, workers=2)
     except Exception as error:
-        result.fail(f"a DataLoader with 2 workers failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}",
-                    "Usually /dev/shm is too small or missing: --shm-size=8g or --ipc=host; else run with num_workers=0 to see the real error.")
+        result.fail(
+            f"a DataLoader with 2 workers failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}",
+            "Usually /dev/shm is too small or missing: --shm-size=8g or --ipc=host; else run with num_workers=0 to see the real error.",
+        )
         return
     result.values["dataloader"] = run
 
@@ -53,8 +55,10 @@ def _results_folder(ctx, result, limits) -> None:
     try:
         scratch = ctx.probe.make_scratch(folder)
     except OSError as error:
-        result.fail(f"the results folder {folder} is not writable: {error.strerror or error}",
-                    "Pass --results with a writable folder (a mounted volume), or fix its ownership; the run would fail writing there.")
+        result.fail(
+            f"the results folder {folder} is not writable: {error.strerror or error}",
+            "Pass --results with a writable folder (a mounted volume), or fix its ownership; the run would fail writing there.",
+        )
         return
     try:
         usage = ctx.probe.disk_usage(scratch)
@@ -71,8 +75,14 @@ def _results_folder(ctx, result, limits) -> None:
     result.values.update(free_bytes=usage["free"], write_mb_s=round(speed["write_mb_s"], 1), read_mb_s=round(speed["read_mb_s"], 1))
     result.summary = f"shm {result.values.get('shm_total', 0) / GIB:.1f} GiB, {free_gib:.0f} GiB free, write {speed['write_mb_s']:.0f} MB/s"
     if free_gib < limits["free_fail_gib"]:
-        result.fail(f"only {free_gib:.1f} GiB free in {folder}", "Checkpoints and outputs will not fit: free space or mount a larger volume (--results).")
+        result.fail(
+            f"only {free_gib:.1f} GiB free in {folder}",
+            "Checkpoints and outputs will not fit: free space or mount a larger volume (--results).",
+        )
     elif free_gib < limits["free_warn_gib"]:
         result.warn(f"only {free_gib:.1f} GiB free in {folder}", "Check that the run's checkpoints and outputs fit.")
     if speed["write_mb_s"] < limits["write_warn_mb_s"]:
-        result.warn(f"writes to {folder} run at {speed['write_mb_s']:.0f} MB/s", "Checkpoints will be slow: use local NVMe rather than a network mount.")
+        result.warn(
+            f"writes to {folder} run at {speed['write_mb_s']:.0f} MB/s",
+            "Checkpoints will be slow: use local NVMe rather than a network mount.",
+        )

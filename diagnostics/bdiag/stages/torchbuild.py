@@ -22,9 +22,12 @@ def run(ctx, result) -> None:
     except Exception as error:  # ImportError, or a broken install raising OSError on a missing .so
         result.values["error"] = f"{type(error).__name__}: {error}"
         backend = ctx.backend or "cpu"
-        result.fail(f"`import torch` failed: {type(error).__name__}: {error}",
-                    f"Install the locked torch into this interpreter (`python -m pip install --require-hashes --no-deps -r requirements-rebuild.txt`), "
-                    f"or get it from {index_url(backend, ctx.accelerator)}; check the interpreter stage first.")
+        result.fail(
+            f"`import torch` failed: {type(error).__name__}: {error}",
+            "Install the locked torch into this interpreter (`python -m pip install --require-hashes --no-deps -r "
+            "requirements-rebuild.txt`), "
+            f"or get it from {index_url(backend, ctx.accelerator)}; check the interpreter stage first.",
+        )
         return
     versions = ctx.probe.torch_versions(torch)
     kind = build_kind(versions)
@@ -45,21 +48,31 @@ def _check_build(ctx, result, kind: str, versions: dict) -> None:
     expected = ctx.backend
     wanted_url = index_url(expected, ctx.accelerator)
     if expected in ("cuda", "rocm") and kind == "cpu":
-        result.fail(f"torch {version} is a CPU-only build, but the bundle expects {expected}",
-                    f"Install the {expected.upper()} build from {wanted_url} (pin the labelled version, e.g. torch=={version.split('+')[0]}+{wanted_url.rsplit('/', 1)[1]}).")
+        result.fail(
+            f"torch {version} is a CPU-only build, but the bundle expects {expected}",
+            f"Install the {expected.upper()} build from {wanted_url} (pin the labelled version, e.g. "
+            f"torch=={version.split('+')[0]}+{wanted_url.rsplit('/', 1)[1]}).",
+        )
     elif expected in ("cuda", "rocm") and kind != expected:
-        result.fail(f"torch {version} is a {kind} build, but the bundle expects {expected}",
-                    f"Install the {expected} build from {wanted_url}.")
+        result.fail(
+            f"torch {version} is a {kind} build, but the bundle expects {expected}", f"Install the {expected} build from {wanted_url}."
+        )
     elif expected == "cpu" and kind != "cpu":
-        result.warn(f"torch {version} is a {kind} build on a cpu target: it works, but carries GPU libraries for nothing",
-                    "Lock for cpu with `bundler lock --cpu` to get the small CPU wheel.")
+        result.warn(
+            f"torch {version} is a {kind} build on a cpu target: it works, but carries GPU libraries for nothing",
+            "Lock for cpu with `bundler lock --cpu` to get the small CPU wheel.",
+        )
     if expected == kind and kind != "cpu" and ctx.accelerator:
         built = versions.get("cuda" if kind == "cuda" else "hip") or ""
         if version_tuple(built)[:2] != version_tuple(ctx.accelerator)[:2]:
-            result.warn(f"torch was built for {kind} {built}, the bundle targets {ctx.accelerator}",
-                        f"Re-lock with `bundler lock --{kind} {ctx.accelerator}` or update [target] accelerator.")
+            result.warn(
+                f"torch was built for {kind} {built}, the bundle targets {ctx.accelerator}",
+                f"Re-lock with `bundler lock --{kind} {ctx.accelerator}` or update [target] accelerator.",
+            )
     wanted_torch = ctx.bundle.target.get("torch") if ctx.bundle and not ctx.bundle.error else None
     if wanted_torch and version_tuple(version.split("+")[0]) != version_tuple(wanted_torch):
         result.values["target_torch"] = wanted_torch
-        result.fail(f"torch {version} is installed, the bundle targets torch {wanted_torch}",
-                    "Install the locked torch, or rebuild the image with `bundler build`.")
+        result.fail(
+            f"torch {version} is installed, the bundle targets torch {wanted_torch}",
+            "Install the locked torch, or rebuild the image with `bundler build`.",
+        )

@@ -1,8 +1,31 @@
-"""The repository's own promises: CI runs README's test command, the layout ships."""
+"""The repository's own promises: CI runs README's test command, the layout ships, the code
+keeps its shape (lint, format, a Python 3.10 floor, one-way floors, short modules)."""
 
+from __future__ import annotations
+
+import ast
 import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import REPO
+
+# bundler's floors, top to bottom: a module imports only from its own package or a lower floor.
+FLOORS = (
+    ("bundler.__main__",),
+    ("bundler.cli",),
+    ("bundler.portability",),
+    ("bundler.diagnose",),
+    ("bundler.image",),
+    ("bundler.lock", "bundler.scaffold"),
+    ("bundler.evidence", "bundler.target", "bundler.engine", "bundler.pipsettings"),
+    ("bundler.fsutil", "bundler.resources", "bundler.machinepaths"),
+    ("bundler.errors", "bundler.tomlcompat", "bundler"),
+)
+MAX_MODULE_LINES = 420
 
 
 def readme_commands() -> list[str]:
@@ -25,5 +48,84 @@ def test_ci_runs_the_readme_test_command_verbatim():
 
 
 def test_shipped_folders_exist():
-    for name in ("template", "images", "diagnostics", "bench", "tests"):
+    for name in ("template", "images", "diagnostics", "bench", "tests", "docs"):
         assert (REPO / name).is_dir(), name
+
+
+def run_tool(*argv: str) -> subprocess.CompletedProcess:
+    """A tool of the test extras, from the interpreter's own scripts folder."""
+    script = Path(sys.executable).parent / argv[0]
+    return subprocess.run([str(script), *argv[1:]], cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_lint_is_clean():
+    completed = run_tool("ruff", "check", ".")
+    assert completed.returncode == 0, completed.stdout[-3000:]
+
+
+def test_ruff_format_is_applied():
+    completed = run_tool("ruff", "format", "--check", ".")
+    assert completed.returncode == 0, completed.stdout[-3000:]
+
+
+def test_bundler_and_the_diagnostics_run_on_python_3_10():
+    # no 3.10 interpreter here: a static check of the minimum version every construct needs
+    completed = run_tool("vermin", "-t=3.10-", "--no-tips", "--violations", "bundler", "diagnostics")
+    assert completed.returncode == 0, completed.stdout[-3000:]
+
+
+def module_name(path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def bundler_imports(path) -> set[str]:
+    """Every bundler module ``path`` imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bundler"):
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("bundler"))
+    return found
+
+
+def floor_of(module: str) -> tuple[int, str]:
+    """(floor, group) of a module: the longest matching prefix wins."""
+    best = None
+    for number, group in enumerate(FLOORS):
+        for prefix in group:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > len(best[1])):
+                best = (number, prefix)
+    return best
+
+
+def sources():
+    return sorted((REPO / "bundler").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(REPO)))
+def test_imports_never_climb_a_floor(path):
+    here, own = floor_of(module_name(path))
+    for imported in bundler_imports(path):
+        located = floor_of(imported)
+        if located is None:
+            continue
+        there, group = located
+        assert there > here or group == own or (there == here and group == "bundler"), (
+            f"{module_name(path)} (floor {here}) imports {imported} (floor {there}): a floor above or beside it"
+        )
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(REPO)))
+def test_modules_stay_short(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{path.relative_to(REPO)} has {lines} lines: split it by job"
+
+
+def test_the_project_speaks_of_itself_alone():
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    outside = "../" + "shared"  # spelled in two parts so that this test does not find itself
+    offenders = [name for name in tracked if name.endswith((".py", ".md", ".toml", ".sh")) and outside in (REPO / name).read_text()]
+    assert offenders == []

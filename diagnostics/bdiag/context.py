@@ -51,7 +51,7 @@ def find_bundle(project: str | None, environ) -> BundleInfo | None:
 def load_toml(text: str) -> dict:
     """tomllib (3.11+), else tomli, else the reader for bundle.toml's subset (Python 3.10 images)."""
     try:
-        import tomllib
+        import tomllib  # novm: Python 3.10 images take the fallbacks below
     except ImportError:
         try:
             import tomli as tomllib

@@ -16,7 +16,7 @@ DIAGNOSTICS = Path(__file__).resolve().parents[1] / "diagnostics"
 sys.path.insert(0, str(DIAGNOSTICS))
 
 from bdiag import cli  # noqa: E402
-from bdiag.context import Context, read_bundle  # noqa: E402
+from bdiag.checkup import Checkup, read_bundle  # noqa: E402
 from bdiag.probe import Probe  # noqa: E402
 from bdiag.result import StageResult  # noqa: E402
 from bdiag.stages import (  # noqa: E402
@@ -89,18 +89,18 @@ def gpu_probe(**observed) -> FakeProbe:
     return FakeProbe(**defaults)
 
 
-def make_ctx(probe, backend="cuda", bundle=None, results_dir=None, facts=None) -> Context:
-    ctx = Context(probe=probe, backend=backend, backend_source="test", bundle=bundle, results_dir=results_dir)
-    ctx.torch = torch
-    ctx.facts.update(facts or {})
+def make_checkup(probe, backend="cuda", bundle=None, results_dir=None, facts=None) -> Checkup:
+    checkup = Checkup(probe=probe, backend=backend, backend_source="test", bundle=bundle, results_dir=results_dir)
+    checkup.torch = torch
+    checkup.facts.update(facts or {})
     if backend in ("cuda", "rocm"):
-        ctx.facts.setdefault("torch", probe.torch_versions(torch))
-    return ctx
+        checkup.facts.setdefault("torch", probe.torch_versions(torch))
+    return checkup
 
 
-def run_stage(stage, ctx) -> StageResult:
+def run_stage(stage, checkup) -> StageResult:
     result = StageResult(stage.NAME, NAMES.index(stage.NAME) + 1)
-    stage.run(ctx, result)
+    stage.run(checkup, result)
     return result
 
 
@@ -120,7 +120,7 @@ def write_bundle(folder: Path, text_extra: str = "", backend="cpu", accelerator=
 def test_wrong_interpreter_is_the_failing_stage(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     probe = FakeProbe(environ={"BUNDLE_PYTHON": str(tmp_path / "venv" / "bin" / "python")})
-    result = run_stage(interpreter, make_ctx(probe, "cpu"))
+    result = run_stage(interpreter, make_checkup(probe, "cpu"))
     assert result.status == "fail"
     assert str(tmp_path / "venv") in result.reason
     assert "diagnostics/run.py" in result.hint
@@ -128,14 +128,14 @@ def test_wrong_interpreter_is_the_failing_stage(tmp_path):
 
 def test_the_bundles_own_interpreter_passes():
     probe = FakeProbe(environ={"BUNDLE_PYTHON": sys.executable})
-    result = run_stage(interpreter, make_ctx(probe, "cpu"))
+    result = run_stage(interpreter, make_checkup(probe, "cpu"))
     assert result.status == "pass", result.messages
     assert result.values["bundle_python"] == sys.executable
 
 
 def test_python_minor_other_than_the_target_fails(tmp_path):
     bundle = read_bundle(str(write_bundle(tmp_path, python="3.10")))
-    result = run_stage(interpreter, make_ctx(FakeProbe(python_version=(3, 11, 7)), "cpu", bundle))
+    result = run_stage(interpreter, make_checkup(FakeProbe(python_version=(3, 11, 7)), "cpu", bundle))
     assert result.status == "fail"
     assert "3.10" in result.reason and "bundler lock --python 3.11" in result.hint
 
@@ -173,7 +173,7 @@ def _packages(tmp_path, lock_text, installed, pip=(True, 0, "")):
     if lock_text is not None:
         (tmp_path / "requirements-rebuild.txt").write_text(lock_text, encoding="utf-8")
     probe = FakeProbe(installed_distributions=installed, pip_check=pip)
-    return run_stage(packages, make_ctx(probe, "cpu", read_bundle(str(bundle_path))))
+    return run_stage(packages, make_checkup(probe, "cpu", read_bundle(str(bundle_path))))
 
 
 def test_package_drift_names_missing_and_other_versions(tmp_path):
@@ -213,7 +213,7 @@ def test_corrupt_lock_fails_with_hint(tmp_path, text):
     lock = tmp_path / "requirements-rebuild.txt"
     lock.write_bytes(text if isinstance(text, bytes) else text.encode())
     result = run_stage(
-        packages, make_ctx(FakeProbe(installed_distributions={}, pip_check=(True, 0, "")), "cpu", read_bundle(str(bundle_path)))
+        packages, make_checkup(FakeProbe(installed_distributions={}, pip_check=(True, 0, "")), "cpu", read_bundle(str(bundle_path)))
     )
     assert result.status == "fail"
     assert "corrupt" in result.reason and "bundler lock" in result.hint
@@ -224,9 +224,9 @@ def test_corrupt_lock_fails_with_hint(tmp_path, text):
 
 def test_cpu_only_build_with_gpu_expected_fails_naming_the_index(tmp_path):
     bundle = read_bundle(str(write_bundle(tmp_path, backend="cuda", accelerator="12.8")))
-    ctx = make_ctx(FakeProbe(), None, bundle)
-    ctx.backend, ctx.torch = "cuda", None
-    result = run_stage(torchbuild, ctx)
+    checkup = make_checkup(FakeProbe(), None, bundle)
+    checkup.backend, checkup.torch = "cuda", None
+    result = run_stage(torchbuild, checkup)
     assert result.values["build"] == "cpu"
     assert result.status == "fail"
     assert "https://download.pytorch.org/whl/cu128" in result.hint
@@ -250,7 +250,7 @@ def test_no_torch_fails_the_torch_stage_and_skips_the_rest(tmp_path):
 
 
 def test_healthy_h200_passes_device_stage():
-    result = run_stage(device, make_ctx(gpu_probe()))
+    result = run_stage(device, make_checkup(gpu_probe()))
     assert result.status == "pass", result.messages
     assert result.values["devices"][0]["runs_via"] == "sm_90"
     assert result.values["devices"][0]["datasheet"] == "H200"
@@ -261,7 +261,7 @@ def test_arch_not_in_the_list_fails():
         device_properties=dict(H200, name="NVIDIA RTX PRO 6000", capability=[12, 0]),
         arch_list=["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
     )
-    result = run_stage(device, make_ctx(probe))
+    result = run_stage(device, make_checkup(probe))
     assert result.status == "fail"
     assert "sm_120" in result.reason and "no kernel image" in result.hint
 
@@ -270,49 +270,49 @@ def test_arch_reached_only_through_ptx_warns():
     probe = gpu_probe(
         device_properties=dict(H200, name="NVIDIA RTX PRO 6000", capability=[12, 0]), arch_list=["sm_80", "sm_90", "compute_90"]
     )
-    result = run_stage(device, make_ctx(probe))
+    result = run_stage(device, make_checkup(probe))
     assert result.status == "warn"
     assert result.values["devices"][0]["runs_via"] == "compute_90"
 
 
 def test_ptx_newer_than_the_device_does_not_count():
     probe = gpu_probe(device_properties=dict(H200, name="Tesla T4", capability=[7, 5]), arch_list=["sm_80", "compute_80"])
-    assert run_stage(device, make_ctx(probe)).status == "fail"
+    assert run_stage(device, make_checkup(probe)).status == "fail"
 
 
 @pytest.mark.parametrize("driver, status", [("535.104.05", "fail"), ("575.51.03", "fail"), ("580.65.06", "pass"), ("580.20", "warn")])
 def test_driver_against_the_cuda_13_minimums(driver, status):
-    result = run_stage(device, make_ctx(gpu_probe(nvidia_driver_version=driver)))
+    result = run_stage(device, make_checkup(gpu_probe(nvidia_driver_version=driver)))
     assert result.status == status, result.messages
     assert result.values["driver_minimum"] == "580"
 
 
 def test_driver_too_old_for_cuda_12_8():
     probe = gpu_probe(torch_versions={"version": "2.9.1+cu128", "cuda": "12.8", "hip": None}, nvidia_driver_version="520.61.05")
-    result = run_stage(device, make_ctx(probe))
+    result = run_stage(device, make_checkup(probe))
     assert result.status == "fail"
     assert "525.60.13" in result.reason
 
 
 def test_mig_sized_memory_fails_unless_allowed():
     slice_ = dict(H200, name="NVIDIA H200 MIG 3g.71gb", total_memory=71 * GB)
-    result = run_stage(device, make_ctx(gpu_probe(device_properties=slice_)))
+    result = run_stage(device, make_checkup(gpu_probe(device_properties=slice_)))
     assert result.status == "fail" and "MIG slice or partial card" in result.reason
-    allowed = run_stage(device, make_ctx(gpu_probe(device_properties=slice_, environ={"BUNDLE_ALLOW_PARTIAL_GPU": "1"})))
+    allowed = run_stage(device, make_checkup(gpu_probe(device_properties=slice_, environ={"BUNDLE_ALLOW_PARTIAL_GPU": "1"})))
     assert allowed.status == "warn"
 
 
 def test_mig_visible_devices_and_mig_mode_fail():
-    result = run_stage(device, make_ctx(gpu_probe(environ={"CUDA_VISIBLE_DEVICES": "MIG-4f6a-11ee"})))
+    result = run_stage(device, make_checkup(gpu_probe(environ={"CUDA_VISIBLE_DEVICES": "MIG-4f6a-11ee"})))
     assert result.status == "fail" and "MIG-4f6a-11ee" in result.reason
     smi = gpu_probe(nvidia_smi={"mig.mode.current": "Enabled", "ecc.errors.uncorrected.volatile.total": "3"})
-    result = run_stage(device, make_ctx(smi))
+    result = run_stage(device, make_checkup(smi))
     assert result.status == "fail"
     assert any("ECC" in message for message in result.messages)
 
 
 def test_no_visible_gpu_fails_with_container_flags():
-    result = run_stage(device, make_ctx(gpu_probe(cuda_available=False, device_count=0, nvidia_driver_version=None)))
+    result = run_stage(device, make_checkup(gpu_probe(cuda_available=False, device_count=0, nvidia_driver_version=None)))
     assert result.status == "fail" and "--gpus all" in result.hint
 
 
@@ -324,16 +324,17 @@ def test_rocm_gfx_mismatch_reports_hsa_override():
         environ={"HSA_OVERRIDE_GFX_VERSION": "10.3.0"},
         rocm_driver_version="6.10.5",
     )
-    result = run_stage(device, make_ctx(probe, "rocm"))
+    result = run_stage(device, make_checkup(probe, "rocm"))
     assert result.status == "fail"
     assert "gfx1030" in result.reason and "HSA_OVERRIDE_GFX_VERSION=10.3.0" in result.reason
     assert result.values["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
-    good = run_stage(device, make_ctx(gpu_probe(torch_versions=ROCM_72, device_properties=MI300X, arch_list=["gfx90a", "gfx942"]), "rocm"))
+    mi300x = gpu_probe(torch_versions=ROCM_72, device_properties=MI300X, arch_list=["gfx90a", "gfx942"])
+    good = run_stage(device, make_checkup(mi300x, "rocm"))
     assert good.status == "pass", good.messages
 
 
 def test_cpu_backend_skips_device_checks():
-    result = run_stage(device, make_ctx(FakeProbe(), "cpu"))
+    result = run_stage(device, make_checkup(FakeProbe(), "cpu"))
     assert result.status == "skip"
 
 
@@ -342,7 +343,7 @@ def test_cpu_backend_skips_device_checks():
 
 @pytest.mark.parametrize("tflops, status", [(800.0, "pass"), (600.0, "warn"), (300.0, "fail")])
 def test_gemm_fraction_of_the_h200_datasheet(tflops, status):
-    result = run_stage(compute, make_ctx(gpu_probe(matmul_tflops=tflops), facts={"devices": [H200]}))
+    result = run_stage(compute, make_checkup(gpu_probe(matmul_tflops=tflops), facts={"devices": [H200]}))
     assert result.status == status, result.messages
     assert result.values["gemm_dtype"] == "bfloat16"
     assert result.values["gemm_fraction"] == pytest.approx(tflops / 989, abs=1e-3)
@@ -350,26 +351,26 @@ def test_gemm_fraction_of_the_h200_datasheet(tflops, status):
 
 def test_mi300x_has_a_lower_bar():
     probe = gpu_probe(torch_versions=ROCM_72, matmul_tflops=600.0, copy_bandwidth_tbs=4.0)
-    result = run_stage(compute, make_ctx(probe, "rocm", facts={"devices": [MI300X]}))
+    result = run_stage(compute, make_checkup(probe, "rocm", facts={"devices": [MI300X]}))
     assert result.values["gemm_fraction"] == pytest.approx(600 / 1307, abs=1e-3)
     assert result.status == "pass", result.messages
 
 
 def test_slow_bandwidth_fails_and_throttle_reasons_reach_the_hint():
     probe = gpu_probe(copy_bandwidth_tbs=1.5, start_clock_sampler=object(), stop_clock_sampler=[["0x0000000000000080", "1200"]])
-    result = run_stage(compute, make_ctx(probe, facts={"devices": [H200]}))
+    result = run_stage(compute, make_checkup(probe, facts={"devices": [H200]}))
     assert result.status == "fail"
     assert "hardware thermal slowdown" in result.hint
 
 
 def test_wrong_gemm_results_fail():
     wrong = gpu_probe(device_matmul=lambda torch_, a, b, device_, dtype: (a @ b) * 1.01)
-    result = run_stage(compute, make_ctx(wrong, facts={"devices": [H200]}))
+    result = run_stage(compute, make_checkup(wrong, facts={"devices": [H200]}))
     assert result.status == "fail" and "float64" in result.reason
 
 
 def test_cpu_gemm_is_real_and_judged_on_correctness():
-    result = run_stage(compute, make_ctx(Probe(), "cpu"))
+    result = run_stage(compute, make_checkup(Probe(), "cpu"))
     assert result.status == "pass"
     assert result.values["gemm_float32_relative_error"] < 1e-5
     assert result.values["gemm_gflops"] > 0
@@ -384,7 +385,7 @@ def test_missing_extension_fails_and_declared_ones_run_their_check(tmp_path):
         '[[extensions]]\nname = "flash-attn"\nmodule = "flash_attn_not_here"\ncompile = true\n'
     )
     bundle = read_bundle(str(write_bundle(tmp_path, extra)))
-    result = run_stage(extensions, make_ctx(Probe(), "cpu", bundle))
+    result = run_stage(extensions, make_checkup(Probe(), "cpu", bundle))
     assert result.status == "fail"
     assert "flash-attn" in result.reason and "devel base" in result.hint
     assert result.values["checks"] == {"json": "'[1]'"}
@@ -392,18 +393,18 @@ def test_missing_extension_fails_and_declared_ones_run_their_check(tmp_path):
 
 def test_extension_whose_op_raises_fails(tmp_path):
     bundle = read_bundle(str(write_bundle(tmp_path, '[[extensions]]\nname = "math"\nmodule = "math"\ncheck = "math.sqrt(-1)"\n')))
-    result = run_stage(extensions, make_ctx(Probe(), "cpu", bundle))
+    result = run_stage(extensions, make_checkup(Probe(), "cpu", bundle))
     assert result.status == "fail" and "ValueError" in result.reason
 
 
 def test_compile_smoke_runs_when_asked_and_a_broken_compile_warns():
-    ok = run_stage(extensions, make_ctx(FakeProbe(environ={"BUNDLE_DIAG_COMPILE": "eager"}, compile_smoke=0.0), "cpu"))
+    ok = run_stage(extensions, make_checkup(FakeProbe(environ={"BUNDLE_DIAG_COMPILE": "eager"}, compile_smoke=0.0), "cpu"))
     assert ok.status == "pass" and ok.values["compile"] == "eager"
 
     def broken(*args):
         raise RuntimeError("triton not found")
 
-    bad = run_stage(extensions, make_ctx(gpu_probe(compile_smoke=broken)))
+    bad = run_stage(extensions, make_checkup(gpu_probe(compile_smoke=broken)))
     assert bad.status == "warn" and "inductor" in bad.reason
 
 
@@ -413,7 +414,7 @@ def test_compile_smoke_runs_when_asked_and_a_broken_compile_warns():
 @pytest.mark.parametrize("peak, status", [(40 * GB, "pass"), (140 * GB, "warn"), (160 * GB, "fail")])
 def test_memory_headroom(peak, status):
     probe = gpu_probe(peak_memory={"peak_allocated": peak, "peak_reserved": peak, "total": 150 * GB, "extra": {}})
-    result = run_stage(memory, make_ctx(probe))
+    result = run_stage(memory, make_checkup(probe))
     assert result.status == status
 
 
@@ -421,7 +422,7 @@ def test_out_of_memory_in_the_step_fails():
     def oom(*args):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
-    result = run_stage(memory, make_ctx(gpu_probe(peak_memory=oom)))
+    result = run_stage(memory, make_checkup(gpu_probe(peak_memory=oom)))
     assert result.status == "fail" and "batch size" in result.hint
 
 
@@ -429,7 +430,7 @@ def test_project_memory_hook_runs_on_cpu(tmp_path):
     (tmp_path / "src" / "hookpkg").mkdir(parents=True)
     (tmp_path / "src" / "hookpkg" / "__init__.py").write_text("def step(device):\n    return {'ran_on': str(device)}\n")
     bundle = read_bundle(str(write_bundle(tmp_path, '[diagnostics]\nmemory_hook = "hookpkg:step"\n')))
-    result = run_stage(memory, make_ctx(Probe(), "cpu", bundle))
+    result = run_stage(memory, make_checkup(Probe(), "cpu", bundle))
     assert result.status == "skip"  # no device memory on CPU, but the step ran
     assert result.values["step_ran_on"] == "cpu"
 
@@ -438,9 +439,9 @@ def test_project_memory_hook_runs_on_cpu(tmp_path):
 
 
 def test_tiny_or_missing_dev_shm_fails(tmp_path):
-    tiny = run_stage(storage, make_ctx(FakeProbe(shm_stats={"total": 64 << 20, "free": 64 << 20}), "cpu", results_dir=str(tmp_path)))
+    tiny = run_stage(storage, make_checkup(FakeProbe(shm_stats={"total": 64 << 20, "free": 64 << 20}), "cpu", results_dir=str(tmp_path)))
     assert tiny.status == "fail" and "--shm-size" in tiny.hint
-    missing = run_stage(storage, make_ctx(FakeProbe(shm_stats=None), "cpu", results_dir=str(tmp_path)))
+    missing = run_stage(storage, make_checkup(FakeProbe(shm_stats=None), "cpu", results_dir=str(tmp_path)))
     assert missing.status == "fail" and "does not exist" in missing.reason
 
 
@@ -448,25 +449,25 @@ def test_dataloader_bus_error_fails(tmp_path):
     def bus_error(*args, **kwargs):
         raise RuntimeError("DataLoader worker (pid 4242) is killed by signal: Bus error.")
 
-    result = run_stage(storage, make_ctx(FakeProbe(run_dataloader=bus_error), "cpu", results_dir=str(tmp_path)))
+    result = run_stage(storage, make_checkup(FakeProbe(run_dataloader=bus_error), "cpu", results_dir=str(tmp_path)))
     assert result.status == "fail" and "Bus error" in result.reason
 
 
 def test_unwritable_results_folder_fails(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    result = run_stage(storage, make_ctx(Probe(), "cpu", results_dir=str(blocker / "runs")))
+    result = run_stage(storage, make_checkup(Probe(), "cpu", results_dir=str(blocker / "runs")))
     assert result.status == "fail" and "not writable" in result.reason
 
     def denied(folder):
         raise PermissionError(13, "Permission denied", folder)
 
-    result = run_stage(storage, make_ctx(FakeProbe(make_scratch=denied), "cpu", results_dir=str(tmp_path)))
+    result = run_stage(storage, make_checkup(FakeProbe(make_scratch=denied), "cpu", results_dir=str(tmp_path)))
     assert result.status == "fail" and "Permission denied" in result.reason
 
 
 def test_real_io_stage_passes_and_cleans_up(tmp_path):
-    result = run_stage(storage, make_ctx(Probe(), "cpu", results_dir=str(tmp_path / "runs")))
+    result = run_stage(storage, make_checkup(Probe(), "cpu", results_dir=str(tmp_path / "runs")))
     assert result.status in ("pass", "warn"), result.messages
     assert result.values["dataloader"]["batches"] == 8
     assert list((tmp_path / "runs").iterdir()) == []
@@ -476,7 +477,7 @@ def test_real_io_stage_passes_and_cleans_up(tmp_path):
 
 
 def test_checkpoint_reloads_bit_for_bit_in_a_fresh_process(tmp_path):
-    result = run_stage(checkpoint, make_ctx(Probe(), "cpu", results_dir=str(tmp_path)))
+    result = run_stage(checkpoint, make_checkup(Probe(), "cpu", results_dir=str(tmp_path)))
     assert result.status == "pass", result.messages
     assert result.values["reload_pid"] != os.getpid()
     assert result.values["entries"] > 20
@@ -494,7 +495,7 @@ def test_silently_corrupted_checkpoint_fails(tmp_path):
         state["model"][key] = flipped
         return real.save_checkpoint(torch_, state, path)
 
-    result = run_stage(checkpoint, make_ctx(FakeProbe(save_checkpoint=corrupting_save), "cpu", results_dir=str(tmp_path)))
+    result = run_stage(checkpoint, make_checkup(FakeProbe(save_checkpoint=corrupting_save), "cpu", results_dir=str(tmp_path)))
     assert result.status == "fail"
     assert "/model/0.weight" in result.reason and "bit for bit" in result.hint
 
@@ -508,7 +509,7 @@ def test_truncated_checkpoint_fails(tmp_path):
             handle.truncate(os.path.getsize(path) // 2)
         return seconds
 
-    result = run_stage(checkpoint, make_ctx(FakeProbe(save_checkpoint=truncating_save), "cpu", results_dir=str(tmp_path)))
+    result = run_stage(checkpoint, make_checkup(FakeProbe(save_checkpoint=truncating_save), "cpu", results_dir=str(tmp_path)))
     assert result.status == "fail" and "fresh process" in result.reason
 
 
@@ -516,11 +517,11 @@ def test_truncated_checkpoint_fails(tmp_path):
 
 
 def test_collectives_skip_with_one_gpu_and_fail_on_a_broken_rank():
-    assert run_stage(collectives, make_ctx(gpu_probe())).status == "skip"
+    assert run_stage(collectives, make_checkup(gpu_probe())).status == "skip"
     broken = gpu_probe(
         device_count=2, run_collective=[{"ok": True, "rank": 0}, {"ok": False, "error": "NCCL error: unhandled system error"}]
     )
-    result = run_stage(collectives, make_ctx(broken))
+    result = run_stage(collectives, make_checkup(broken))
     assert result.status == "fail" and "unhandled system error" in result.reason and "--ipc=host" in result.hint
 
 

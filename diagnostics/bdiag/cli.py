@@ -11,7 +11,7 @@ import time
 import traceback
 
 from bdiag import VERSION, report
-from bdiag.context import BACKENDS, Context, find_bundle
+from bdiag.checkup import BACKENDS, Checkup, find_bundle
 from bdiag.probe import Probe
 from bdiag.result import FAIL, StageResult
 from bdiag.stages import ORDER
@@ -45,27 +45,29 @@ def main(argv=None, probe: Probe | None = None, stream=None) -> int:
         sys.stderr.write(f"run.py: --project {args.project} is not a folder\n")
         return USAGE_EXIT
     probe = probe or Probe()
-    ctx = build_context(args, probe)
+    checkup = build_checkup(args, probe)
     started = time.time()
-    backend_line = f"backend {ctx.backend} (from {ctx.backend_source})" if ctx.backend else "backend not given: taken from the torch build"
+    backend_line = (
+        f"backend {checkup.backend} (from {checkup.backend_source})" if checkup.backend else "backend not given: taken from the torch build"
+    )
     report.header(backend_line, stream)
     probe.prestart()
     try:
-        results = run_stages(ctx, lambda result: report.row(result, stream))
+        results = run_stages(checkup, lambda result: report.row(result, stream))
     finally:
         probe.close()
     code = report.exit_code(results)
     report.footer(results, code, stream)
     if args.json:
         try:
-            report.write_json(args.json, build_report(ctx, results, code, started))
+            report.write_json(args.json, build_report(checkup, results, code, started))
         except OSError as error:
             sys.stderr.write(f"run.py: cannot write the JSON report {args.json}: {error.strerror or error}\n")
             return code or USAGE_EXIT
     return code
 
 
-def build_context(args, probe) -> Context:
+def build_checkup(args, probe) -> Checkup:
     environ = probe.environ()
     bundle = find_bundle(args.project, environ)
     backend, source = args.backend, "--backend"
@@ -74,7 +76,7 @@ def build_context(args, probe) -> Context:
     results_dir = args.results
     if results_dir is None and bundle is not None and not bundle.error:
         results_dir = os.path.join(bundle.root, str(bundle.diagnostics.get("results_dir", "runs")))
-    return Context(
+    return Checkup(
         probe=probe,
         backend=backend,
         backend_source=source if backend else "inferred",
@@ -84,18 +86,18 @@ def build_context(args, probe) -> Context:
     )
 
 
-def run_stages(ctx: Context, on_result=None) -> list:
+def run_stages(checkup: Checkup, on_result=None) -> list:
     results, first_failure = [], None
     for number, stage in enumerate(ORDER, 1):
         result = StageResult(stage.NAME, number)
-        if first_failure is not None and not ctx.keep_going:
+        if first_failure is not None and not checkup.keep_going:
             result.skip(f"not run: stage {first_failure.number} {first_failure.name} failed (--keep-going runs every stage)")
-        elif stage.NEEDS_TORCH and ctx.torch is None:
+        elif stage.NEEDS_TORCH and checkup.torch is None:
             result.skip("torch is not importable")
         else:
             start = time.perf_counter()
             try:
-                stage.run(ctx, result)
+                stage.run(checkup, result)
             except Exception as error:
                 result.values["traceback"] = traceback.format_exc().splitlines()[-12:]
                 result.fail(
@@ -111,15 +113,15 @@ def run_stages(ctx: Context, on_result=None) -> list:
     return results
 
 
-def build_report(ctx: Context, results: list, code: int, started: float) -> dict:
+def build_report(checkup: Checkup, results: list, code: int, started: float) -> dict:
     first = next((result for result in results if result.status == FAIL), None)
     return {
         "diagnostics_version": VERSION,
-        "backend": ctx.backend,
-        "backend_source": ctx.backend_source,
-        "bundle": ctx.bundle.path if ctx.bundle else None,
-        "results_dir": ctx.results_dir,
-        "keep_going": ctx.keep_going,
+        "backend": checkup.backend,
+        "backend_source": checkup.backend_source,
+        "bundle": checkup.bundle.path if checkup.bundle else None,
+        "results_dir": checkup.results_dir,
+        "keep_going": checkup.keep_going,
         "started": datetime.datetime.fromtimestamp(started, datetime.timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(time.time() - started, 3),
         "python": sys.version.split()[0],

@@ -14,34 +14,34 @@ NEEDS_TORCH = True
 SHOWN = 5
 
 
-def run(ctx, result) -> None:
-    if gpu_missing(ctx, result):
+def run(checkup, result) -> None:
+    if gpu_missing(checkup, result):
         return
-    torch = ctx.torch
-    device = "cuda" if ctx.gpu else "cpu"
-    folder, temporary = ctx.results_dir, ctx.results_dir is None
+    torch = checkup.torch
+    device = "cuda" if checkup.gpu else "cpu"
+    folder, temporary = checkup.results_dir, checkup.results_dir is None
     if temporary:
         folder = tempfile.mkdtemp(prefix="bundle-diagnostics-")
     try:
-        scratch = ctx.probe.make_scratch(folder)
+        scratch = checkup.probe.make_scratch(folder)
     except OSError as error:
         result.fail(f"cannot write a checkpoint in {folder}: {error.strerror or error}", "Pass --results with a writable folder.")
         return
     try:
-        _round_trip(ctx, result, torch, device, scratch)
+        _round_trip(checkup, result, torch, device, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if temporary:
             shutil.rmtree(folder, ignore_errors=True)
 
 
-def _round_trip(ctx, result, torch, device, scratch) -> None:
+def _round_trip(checkup, result, torch, device, scratch) -> None:
     objects = workloads.training_objects(device)
     progress = workloads.train_steps(objects, device)
     state = workloads.checkpoint_state(objects, progress)
     expected = workloads.digests(state)
     path = os.path.join(scratch, "checkpoint.pt")
-    write_seconds = ctx.probe.save_checkpoint(torch, state, path)
+    write_seconds = checkup.probe.save_checkpoint(torch, state, path)
     size = os.path.getsize(path)
     result.values.update(
         bytes=size,
@@ -51,7 +51,7 @@ def _round_trip(ctx, result, torch, device, scratch) -> None:
         device=device,
     )
     try:
-        answer = ctx.probe.reload_checkpoint(path, device, os.path.join(scratch, "reloaded.json"))
+        answer = checkup.probe.reload_checkpoint(path, device, os.path.join(scratch, "reloaded.json"))
     except Exception as error:
         result.fail(
             f"the checkpoint does not reload in a fresh process: {error}",

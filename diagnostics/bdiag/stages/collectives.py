@@ -10,9 +10,9 @@ NEEDS_TORCH = True
 WORLD = 2
 
 
-def run(ctx, result) -> None:
-    probe, torch = ctx.probe, ctx.torch
-    if ctx.gpu:
+def run(checkup, result) -> None:
+    probe, torch = checkup.probe, checkup.torch
+    if checkup.gpu:
         count = probe.device_count(torch) if probe.cuda_available(torch) else 0
         result.values["devices"] = count
         if count < WORLD:

@@ -19,41 +19,41 @@ CLOCK_REASONS = {
 }
 
 
-def run(ctx, result) -> None:
-    if gpu_missing(ctx, result):
+def run(checkup, result) -> None:
+    if gpu_missing(checkup, result):
         return
-    torch = ctx.torch
-    device = torch.device("cuda", 0) if ctx.gpu else torch.device("cpu")
+    torch = checkup.torch
+    device = torch.device("cuda", 0) if checkup.gpu else torch.device("cpu")
     dtypes = [torch.float32]
-    if ctx.gpu:
-        dtypes.append(best_dtype(torch, ctx))
+    if checkup.gpu:
+        dtypes.append(best_dtype(torch, checkup))
     for dtype in dtypes:
-        if not _correct(ctx, result, device, dtype):
+        if not _correct(checkup, result, device, dtype):
             return
-    if not ctx.gpu:
-        gflops = ctx.probe.cpu_gemm_gflops(torch)
+    if not checkup.gpu:
+        gflops = checkup.probe.cpu_gemm_gflops(torch)
         result.values.update(gemm_gflops=round(gflops, 1), datasheet="none for CPUs: judged on correctness only")
         result.summary = f"GEMM float32 {gflops:.0f} GFLOP/s (CPU)"
         return
-    _throughput(ctx, result, device, dtypes[-1])
+    _throughput(checkup, result, device, dtypes[-1])
 
 
-def best_dtype(torch, ctx):
+def best_dtype(torch, checkup):
     """bf16 where tensor cores take it (sm80+, MI200/MI300), fp16 otherwise."""
-    devices = ctx.facts.get("devices") or []
+    devices = checkup.facts.get("devices") or []
     capability = devices[0]["capability"] if devices else [0, 0]
-    if ctx.backend == "rocm" or capability[0] >= 8:
+    if checkup.backend == "rocm" or capability[0] >= 8:
         return torch.bfloat16
     return torch.float16
 
 
-def _correct(ctx, result, device, dtype) -> bool:
-    torch = ctx.torch
+def _correct(checkup, result, device, dtype) -> bool:
+    torch = checkup.torch
     generator = torch.Generator().manual_seed(0)
     a = torch.randn(CHECK_SIZE, CHECK_SIZE, generator=generator, dtype=torch.float64)
     b = torch.randn(CHECK_SIZE, CHECK_SIZE, generator=generator, dtype=torch.float64)
     reference = a @ b
-    got = ctx.probe.device_matmul(torch, a, b, device, dtype)
+    got = checkup.probe.device_matmul(torch, a, b, device, dtype)
     error = float(torch.linalg.norm(got - reference) / torch.linalg.norm(reference))
     name = str(dtype).replace("torch.", "")
     result.values[f"gemm_{name}_relative_error"] = error
@@ -66,15 +66,15 @@ def _correct(ctx, result, device, dtype) -> bool:
     return True
 
 
-def _throughput(ctx, result, device, dtype) -> None:
-    probe, torch = ctx.probe, ctx.torch
-    info = (ctx.facts.get("devices") or [{"name": torch.cuda.get_device_name(device)}])[0]
+def _throughput(checkup, result, device, dtype) -> None:
+    probe, torch = checkup.probe, checkup.torch
+    info = (checkup.facts.get("devices") or [{"name": torch.cuda.get_device_name(device)}])[0]
     row = match_gpu(info["name"])
     limits = thresholds(row)
     smi_id = None  # nvidia-smi numbers cards its own way; the uuid names the same card exactly
-    if info.get("uuid") and ctx.backend == "cuda":
+    if info.get("uuid") and checkup.backend == "cuda":
         smi_id = info["uuid"] if info["uuid"].startswith(("GPU-", "MIG-")) else f"GPU-{info['uuid']}"
-    sampler = probe.start_clock_sampler(smi_id) if ctx.backend == "cuda" else None
+    sampler = probe.start_clock_sampler(smi_id) if checkup.backend == "cuda" else None
     try:
         tflops = probe.matmul_tflops(torch, device, dtype)
     finally:

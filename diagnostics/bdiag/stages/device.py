@@ -17,28 +17,30 @@ NEEDS_TORCH = True
 GIB = 1 << 30
 
 
-def run(ctx, result) -> None:
-    probe, torch = ctx.probe, ctx.torch
+def run(checkup, result) -> None:
+    probe, torch = checkup.probe, checkup.torch
     environ = probe.environ()
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         result.values["CUDA_VISIBLE_DEVICES"] = visible
-    if not ctx.gpu:
+    if not checkup.gpu:
         result.values["gpus_visible"] = probe.device_count(torch) if probe.cuda_available(torch) else 0
         result.skip("backend cpu: no GPU expected")
         return
-    if ctx.backend == "cuda":
-        _cuda_driver(ctx, result)
+    if checkup.backend == "cuda":
+        _cuda_driver(checkup, result)
     else:
         result.values["amdgpu_driver"] = probe.rocm_driver_version()
         override = environ.get("HSA_OVERRIDE_GFX_VERSION")
         result.values["HSA_OVERRIDE_GFX_VERSION"] = override
     if not probe.cuda_available(torch) or probe.device_count(torch) == 0:
         flags = (
-            "--gpus all (NVIDIA container toolkit)" if ctx.backend == "cuda" else "--device=/dev/kfd --device=/dev/dri --group-add video"
+            "--gpus all (NVIDIA container toolkit)"
+            if checkup.backend == "cuda"
+            else "--device=/dev/kfd --device=/dev/dri --group-add video"
         )
         result.fail(
-            f"torch sees no {ctx.backend} device",
+            f"torch sees no {checkup.backend} device",
             f"Start the container with {flags}; check the driver on the host (nvidia-smi / rocm-smi).",
         )
         return
@@ -46,22 +48,22 @@ def run(ctx, result) -> None:
     result.values["arch_list"] = arch_list
     devices = [probe.device_properties(torch, index) for index in range(probe.device_count(torch))]
     result.values["devices"] = devices
-    ctx.facts["devices"] = devices
+    checkup.facts["devices"] = devices
     for info in devices:
-        if ctx.backend == "cuda":
-            _cuda_arch(ctx, result, info, arch_list)
+        if checkup.backend == "cuda":
+            _cuda_arch(checkup, result, info, arch_list)
         else:
-            _rocm_arch(ctx, result, info, arch_list)
-        _memory_vs_datasheet(ctx, result, info)
-    if ctx.backend == "cuda":
-        _mig_and_ecc(ctx, result, visible)
+            _rocm_arch(checkup, result, info, arch_list)
+        _memory_vs_datasheet(checkup, result, info)
+    if checkup.backend == "cuda":
+        _mig_and_ecc(checkup, result, visible)
     first = devices[0]
     result.summary = f"{len(devices)} × {first['name']}, {first['total_memory'] / GIB:.0f} GiB"
 
 
-def _cuda_driver(ctx, result) -> None:
-    driver = ctx.probe.nvidia_driver_version()
-    cuda = ctx.facts.get("torch", {}).get("cuda") or ""
+def _cuda_driver(checkup, result) -> None:
+    driver = checkup.probe.nvidia_driver_version()
+    cuda = checkup.facts.get("torch", {}).get("cuda") or ""
     compat, toolkit = nvidia_driver_minimums(cuda)
     result.values.update(driver=driver, torch_cuda=cuda, driver_minimum=compat, driver_toolkit_minimum=toolkit)
     if driver is None:
@@ -79,7 +81,7 @@ def _cuda_driver(ctx, result) -> None:
         )
 
 
-def _cuda_arch(ctx, result, info: dict, arch_list: list) -> None:
+def _cuda_arch(checkup, result, info: dict, arch_list: list) -> None:
     major, minor = info["capability"]
     entry, kind = cuda_arch_support((major, minor), arch_list)
     info["runs_via"] = entry
@@ -96,9 +98,9 @@ def _cuda_arch(ctx, result, info: dict, arch_list: list) -> None:
         )
 
 
-def _rocm_arch(ctx, result, info: dict, arch_list: list) -> None:
+def _rocm_arch(checkup, result, info: dict, arch_list: list) -> None:
     arch = rocm_arch_base(info.get("gcnArchName", ""))
-    override = ctx.probe.environ().get("HSA_OVERRIDE_GFX_VERSION")
+    override = checkup.probe.environ().get("HSA_OVERRIDE_GFX_VERSION")
     info["gfx"] = arch
     if arch not in arch_list:
         suffix = f" (HSA_OVERRIDE_GFX_VERSION={override} is set)" if override else ""
@@ -118,7 +120,7 @@ def _rocm_arch(ctx, result, info: dict, arch_list: list) -> None:
         )
 
 
-def _memory_vs_datasheet(ctx, result, info: dict) -> None:
+def _memory_vs_datasheet(checkup, result, info: dict) -> None:
     row = match_gpu(info["name"])
     if row is None:
         result.note(f"no datasheet row for {info['name']!r} in gpus.json: memory and throughput are reported, not judged")
@@ -126,7 +128,7 @@ def _memory_vs_datasheet(ctx, result, info: dict) -> None:
     limits = data()["memory"]
     fraction = info["total_memory"] / 1e9 / row["memory_gb"]
     info.update(datasheet=row["name"], memory_fraction=round(fraction, 3))
-    allowed = ctx.probe.environ().get("BUNDLE_ALLOW_PARTIAL_GPU") == "1"
+    allowed = checkup.probe.environ().get("BUNDLE_ALLOW_PARTIAL_GPU") == "1"
     seen = f"{info['name']} has {info['total_memory'] / 1e9:.1f} GB of the {row['memory_gb']} GB on the datasheet"
     if fraction < limits["partial_card_fraction"]:
         message = f"{seen}: a MIG slice or partial card"
@@ -136,13 +138,13 @@ def _memory_vs_datasheet(ctx, result, info: dict) -> None:
         result.warn(seen, "Some memory is reserved or missing: check `nvidia-smi -q -d MEMORY` / ECC remapping.")
 
 
-def _mig_and_ecc(ctx, result, visible: str | None) -> None:
-    allowed = ctx.probe.environ().get("BUNDLE_ALLOW_PARTIAL_GPU") == "1"
+def _mig_and_ecc(checkup, result, visible: str | None) -> None:
+    allowed = checkup.probe.environ().get("BUNDLE_ALLOW_PARTIAL_GPU") == "1"
     hint = "Ask for a full card, or set BUNDLE_ALLOW_PARTIAL_GPU=1 when a MIG slice is what you rented."
     if visible and any(part.strip().startswith("MIG-") for part in visible.split(",")):
         message = f"CUDA_VISIBLE_DEVICES={visible} selects a MIG slice"
         result.warn(message, hint) if allowed else result.fail(message, hint)
-    smi = ctx.probe.nvidia_smi(
+    smi = checkup.probe.nvidia_smi(
         ["mig.mode.current", "ecc.errors.uncorrected.volatile.total", "retired_pages.pending", "remapped_rows.pending"]
     )
     if not smi:

@@ -6,41 +6,41 @@ NAME = "extensions"
 NEEDS_TORCH = True
 
 
-def compile_backend(ctx) -> str | None:
+def compile_backend(checkup) -> str | None:
     """inductor on GPUs (Triton is what breaks there). Off by default on CPU: importing dynamo
     alone costs ~4 s and inductor's C++ build ~20 s cold, more than the rest of a CPU run.
     BUNDLE_DIAG_COMPILE=inductor|eager|off overrides either default."""
-    chosen = ctx.probe.environ().get("BUNDLE_DIAG_COMPILE", "").strip().lower()
+    chosen = checkup.probe.environ().get("BUNDLE_DIAG_COMPILE", "").strip().lower()
     if chosen in ("inductor", "eager"):
         return chosen
-    return "inductor" if ctx.gpu and chosen != "off" else None
+    return "inductor" if checkup.gpu and chosen != "off" else None
 
 
-def run(ctx, result) -> None:
-    declared = ctx.bundle.extensions if ctx.bundle and not ctx.bundle.error else []
+def run(checkup, result) -> None:
+    declared = checkup.bundle.extensions if checkup.bundle and not checkup.bundle.error else []
     loaded = []
     for item in declared:
-        if _extension(ctx, result, item):
+        if _extension(checkup, result, item):
             loaded.append(item["module"])
     result.values.update(declared=[item["module"] for item in declared], loaded=loaded)
-    _compile(ctx, result)
+    _compile(checkup, result)
     result.summary = f"{len(loaded)}/{len(declared)} extensions" + (
         f", compile {result.values['compile']}" if "compile" in result.values else ""
     )
 
 
-def _extension(ctx, result, item: dict) -> bool:
+def _extension(checkup, result, item: dict) -> bool:
     module_name, check = item["module"], str(item.get("check", "")).strip()
     distribution = item.get("name", module_name)
     try:
-        ctx.probe.import_module(module_name)
+        checkup.probe.import_module(module_name)
     except Exception as error:
         result.fail(f"extension {distribution} does not import ({module_name}): {type(error).__name__}: {error}", _hint(item))
         return False
     if not check:
         result.note(f'{module_name}: imported; no check declared (add check = "…" to [[extensions]] to run one op)')
         return True
-    namespace = {"torch": ctx.torch, module_name.split(".")[0]: ctx.probe.import_module(module_name.split(".")[0])}
+    namespace = {"torch": checkup.torch, module_name.split(".")[0]: checkup.probe.import_module(module_name.split(".")[0])}
     try:
         value = eval(check, namespace)  # the bundle's own declared expression
     except Exception as error:
@@ -61,16 +61,16 @@ def _hint(item: dict) -> str:
     )
 
 
-def _compile(ctx, result) -> None:
-    backend = compile_backend(ctx)
+def _compile(checkup, result) -> None:
+    backend = compile_backend(checkup)
     if backend is None:
         result.values["compile"] = "off"
-        if not ctx.gpu:
+        if not checkup.gpu:
             result.note("torch.compile smoke off on CPU by default (set BUNDLE_DIAG_COMPILE=eager or inductor to run it)")
         return
-    device = "cuda" if ctx.gpu else "cpu"
+    device = "cuda" if checkup.gpu else "cpu"
     try:
-        error = ctx.probe.compile_smoke(ctx.torch, device, backend)
+        error = checkup.probe.compile_smoke(checkup.torch, device, backend)
     except Exception as failure:
         result.values["compile"] = f"{backend}: failed"
         result.warn(

@@ -8,24 +8,24 @@ NAME = "interpreter"
 NEEDS_TORCH = False
 
 
-def run(ctx, result) -> None:
-    probe = ctx.probe
+def run(checkup, result) -> None:
+    probe = checkup.probe
     environ = probe.environ()
     executable, prefix, base_prefix = probe.executable(), probe.prefix(), probe.base_prefix()
     version = ".".join(str(part) for part in probe.python_version())
     in_venv = os.path.realpath(prefix) != os.path.realpath(base_prefix)
     result.values.update(executable=executable, version=version, prefix=prefix, venv=in_venv, bundle_python=environ.get("BUNDLE_PYTHON"))
     result.summary = f"Python {version}" + (" (venv)" if in_venv else "")
-    if ctx.bundle is not None:
-        result.values["bundle"] = ctx.bundle.path
-        if ctx.bundle.error:
+    if checkup.bundle is not None:
+        result.values["bundle"] = checkup.bundle.path
+        if checkup.bundle.error:
             result.fail(
-                f"{ctx.bundle.path} {ctx.bundle.error}",
-                f"Fix {ctx.bundle.path} (see the schema in bundler's bundle.py), or pass --backend and --project to check without it.",
+                f"{checkup.bundle.path} {checkup.bundle.error}",
+                f"Fix {checkup.bundle.path} (see the schema in bundler's bundle.py), or pass --backend and --project to check without it.",
             )
             return
     _check_bundle_python(result, environ.get("BUNDLE_PYTHON"), executable, prefix, base_prefix)
-    wanted = ctx.bundle.target.get("python") if ctx.bundle else None
+    wanted = checkup.bundle.target.get("python") if checkup.bundle else None
     if wanted:
         minor = ".".join(version.split(".")[:2])
         result.values["target_python"] = wanted

@@ -15,38 +15,38 @@ NEEDS_TORCH = True
 GIB = 1 << 30
 
 
-def load_hook(ctx):
+def load_hook(checkup):
     """The project's step from [diagnostics] memory_hook = "pkg.module:function", else the default."""
-    spec = ctx.bundle.diagnostics.get("memory_hook") if ctx.bundle and not ctx.bundle.error else None
+    spec = checkup.bundle.diagnostics.get("memory_hook") if checkup.bundle and not checkup.bundle.error else None
     if not spec:
         return "default", workloads.default_step
     module_name, _, function = str(spec).partition(":")
-    for folder in (os.path.join(ctx.bundle.root, "src"), ctx.bundle.root):
+    for folder in (os.path.join(checkup.bundle.root, "src"), checkup.bundle.root):
         if os.path.isdir(folder) and folder not in sys.path:
             sys.path.insert(0, folder)
     module = importlib.import_module(module_name)
     return spec, getattr(module, function or "diagnostics_step")
 
 
-def run(ctx, result) -> None:
-    if gpu_missing(ctx, result):
+def run(checkup, result) -> None:
+    if gpu_missing(checkup, result):
         return
     try:
-        source, step = load_hook(ctx)
+        source, step = load_hook(checkup)
     except Exception as error:
         result.fail(
-            f"the memory hook {ctx.bundle.diagnostics.get('memory_hook')!r} does not load: {type(error).__name__}: {error}",
+            f"the memory hook {checkup.bundle.diagnostics.get('memory_hook')!r} does not load: {type(error).__name__}: {error}",
             'Set [diagnostics] memory_hook = "package.module:function" to a function taking a torch.device.',
         )
         return
     result.values["step"] = source
-    if not ctx.gpu:
-        _cpu(ctx, result, step, source)
+    if not checkup.gpu:
+        _cpu(checkup, result, step, source)
         return
-    torch = ctx.torch
+    torch = checkup.torch
     device = torch.device("cuda", 0)
     try:
-        measured = ctx.probe.peak_memory(torch, device, step)
+        measured = checkup.probe.peak_memory(torch, device, step)
     except Exception as error:
         if "out of memory" in str(error).lower():
             result.fail(
@@ -78,14 +78,15 @@ def run(ctx, result) -> None:
         )
 
 
-def _cpu(ctx, result, step, source) -> None:
+def _cpu(checkup, result, step, source) -> None:
     """No device memory to judge on CPU: the step must still run; RSS reported, not judged."""
     try:
-        extra = step(ctx.torch.device("cpu")) if source != "default" else workloads.default_step("cpu", width=512, batch=32)
+        extra = step(checkup.torch.device("cpu")) if source != "default" else workloads.default_step("cpu", width=512, batch=32)
     except Exception as error:
         result.fail(f"one step of {source} failed on CPU: {type(error).__name__}: {error}", "Fix the step before the full run.")
         return
-    available = ctx.probe.mem_available_bytes()
-    result.values.update(max_rss=ctx.probe.max_rss_bytes(), mem_available=available, **{f"step_{k}": v for k, v in (extra or {}).items()})
+    available = checkup.probe.mem_available_bytes()
+    step = {f"step_{k}": v for k, v in (extra or {}).items()}
+    result.values.update(max_rss=checkup.probe.max_rss_bytes(), mem_available=available, **step)
     result.skip("backend cpu: no device memory to measure (the step ran; process RSS reported)")
     result.summary = f"RSS {result.values['max_rss'] / GIB:.1f} GiB"

@@ -11,17 +11,17 @@ NEEDS_TORCH = False
 SHOWN = 8  # how many drifted packages the message names
 
 
-def run(ctx, result) -> None:
-    probe = ctx.probe
+def run(checkup, result) -> None:
+    probe = checkup.probe
     installed = probe.installed_distributions()
     result.values["installed"] = len(installed)
-    if ctx.bundle is None or ctx.bundle.error:
+    if checkup.bundle is None or checkup.bundle.error:
         result.warn("no usable bundle.toml, so no lock to compare with", "Run from the project (or pass --project) after `bundler lock`.")
-    elif not os.path.isfile(ctx.bundle.lock_path):
-        result.values["lock"] = ctx.bundle.lock_path
-        result.warn(f"no lock at {ctx.bundle.lock_path}", "Create it with `bundler lock`, then rebuild the image.")
+    elif not os.path.isfile(checkup.bundle.lock_path):
+        result.values["lock"] = checkup.bundle.lock_path
+        result.warn(f"no lock at {checkup.bundle.lock_path}", "Create it with `bundler lock`, then rebuild the image.")
     else:
-        _compare(result, ctx.bundle.lock_path, installed)
+        _compare(result, checkup.bundle.lock_path, installed)
     if result.status == "fail":
         return
     _pip_check(result, probe)

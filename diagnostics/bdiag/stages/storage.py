@@ -12,15 +12,15 @@ NEEDS_TORCH = True
 MIB, GIB = 1 << 20, 1 << 30
 
 
-def run(ctx, result) -> None:
+def run(checkup, result) -> None:
     limits = data()["io"]
-    _shm(ctx, result, limits)
-    _dataloader(ctx, result)
-    _results_folder(ctx, result, limits)
+    _shm(checkup, result, limits)
+    _dataloader(checkup, result)
+    _results_folder(checkup, result, limits)
 
 
-def _shm(ctx, result, limits) -> None:
-    stats = ctx.probe.shm_stats()
+def _shm(checkup, result, limits) -> None:
+    stats = checkup.probe.shm_stats()
     if stats is None:
         result.values["shm"] = None
         result.fail("/dev/shm does not exist", "DataLoader workers and NCCL need it: start the container with --shm-size=8g or --ipc=host.")
@@ -34,9 +34,9 @@ def _shm(ctx, result, limits) -> None:
         result.warn(f"/dev/shm is {size_mib:.0f} MiB: large batches with several workers may not fit", hint)
 
 
-def _dataloader(ctx, result) -> None:
+def _dataloader(checkup, result) -> None:
     try:
-        run = ctx.probe.run_dataloader(ctx.torch, workers=2)
+        run = checkup.probe.run_dataloader(checkup.torch, workers=2)
     except Exception as error:
         result.fail(
             f"a DataLoader with 2 workers failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}",
@@ -46,14 +46,14 @@ def _dataloader(ctx, result) -> None:
     result.values["dataloader"] = run
 
 
-def _results_folder(ctx, result, limits) -> None:
-    folder, temporary = ctx.results_dir, False
+def _results_folder(checkup, result, limits) -> None:
+    folder, temporary = checkup.results_dir, False
     if folder is None:
         folder, temporary = tempfile.mkdtemp(prefix="bundle-diagnostics-"), True
         result.note(f"no project results folder: measured in the temporary folder {folder}")
     result.values["results_dir"] = folder
     try:
-        scratch = ctx.probe.make_scratch(folder)
+        scratch = checkup.probe.make_scratch(folder)
     except OSError as error:
         result.fail(
             f"the results folder {folder} is not writable: {error.strerror or error}",
@@ -61,8 +61,8 @@ def _results_folder(ctx, result, limits) -> None:
         )
         return
     try:
-        usage = ctx.probe.disk_usage(scratch)
-        speed = ctx.probe.disk_speed(scratch, limits["probe_file_mib"])
+        usage = checkup.probe.disk_usage(scratch)
+        speed = checkup.probe.disk_speed(scratch, limits["probe_file_mib"])
     except OSError as error:
         result.fail(f"writing to {folder} failed: {error.strerror or error}", "Free space or pick another folder with --results.")
         return
@@ -70,7 +70,7 @@ def _results_folder(ctx, result, limits) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
         if temporary:
             shutil.rmtree(folder, ignore_errors=True)
-    ctx.facts["scratch_parent"] = None if temporary else folder
+    checkup.facts["scratch_parent"] = None if temporary else folder
     free_gib = usage["free"] / GIB
     result.values.update(free_bytes=usage["free"], write_mb_s=round(speed["write_mb_s"], 1), read_mb_s=round(speed["read_mb_s"], 1))
     result.summary = f"shm {result.values.get('shm_total', 0) / GIB:.1f} GiB, {free_gib:.0f} GiB free, write {speed['write_mb_s']:.0f} MB/s"

@@ -16,37 +16,37 @@ def build_kind(versions: dict) -> str:
     return "cpu"
 
 
-def run(ctx, result) -> None:
+def run(checkup, result) -> None:
     try:
-        torch = ctx.probe.import_torch()
+        torch = checkup.probe.import_torch()
     except Exception as error:  # ImportError, or a broken install raising OSError on a missing .so
         result.values["error"] = f"{type(error).__name__}: {error}"
-        backend = ctx.backend or "cpu"
+        backend = checkup.backend or "cpu"
         result.fail(
             f"`import torch` failed: {type(error).__name__}: {error}",
             "Install the locked torch into this interpreter (`python -m pip install --require-hashes --no-deps -r "
             "requirements-rebuild.txt`), "
-            f"or get it from {index_url(backend, ctx.accelerator)}; check the interpreter stage first.",
+            f"or get it from {index_url(backend, checkup.accelerator)}; check the interpreter stage first.",
         )
         return
-    versions = ctx.probe.torch_versions(torch)
+    versions = checkup.probe.torch_versions(torch)
     kind = build_kind(versions)
     result.values.update(versions, build=kind, file=getattr(torch, "__file__", None))
     result.summary = f"torch {versions['version']} ({kind})"
-    ctx.torch = torch
-    ctx.facts["torch"] = versions
-    if ctx.backend is None:
-        ctx.backend = kind if kind != "cpu" and ctx.probe.cuda_available(torch) else "cpu"
-        ctx.backend_source = "inferred"
-        result.note(f"no expected backend given: assuming {ctx.backend} (pass --backend to be explicit)")
-    result.values["expected_backend"] = ctx.backend
-    _check_build(ctx, result, kind, versions)
+    checkup.torch = torch
+    checkup.facts["torch"] = versions
+    if checkup.backend is None:
+        checkup.backend = kind if kind != "cpu" and checkup.probe.cuda_available(torch) else "cpu"
+        checkup.backend_source = "inferred"
+        result.note(f"no expected backend given: assuming {checkup.backend} (pass --backend to be explicit)")
+    result.values["expected_backend"] = checkup.backend
+    _check_build(checkup, result, kind, versions)
 
 
-def _check_build(ctx, result, kind: str, versions: dict) -> None:
+def _check_build(checkup, result, kind: str, versions: dict) -> None:
     version = versions["version"]
-    expected = ctx.backend
-    wanted_url = index_url(expected, ctx.accelerator)
+    expected = checkup.backend
+    wanted_url = index_url(expected, checkup.accelerator)
     if expected in ("cuda", "rocm") and kind == "cpu":
         result.fail(
             f"torch {version} is a CPU-only build, but the bundle expects {expected}",
@@ -62,14 +62,14 @@ def _check_build(ctx, result, kind: str, versions: dict) -> None:
             f"torch {version} is a {kind} build on a cpu target: it works, but carries GPU libraries for nothing",
             "Lock for cpu with `bundler lock --cpu` to get the small CPU wheel.",
         )
-    if expected == kind and kind != "cpu" and ctx.accelerator:
+    if expected == kind and kind != "cpu" and checkup.accelerator:
         built = versions.get("cuda" if kind == "cuda" else "hip") or ""
-        if version_tuple(built)[:2] != version_tuple(ctx.accelerator)[:2]:
+        if version_tuple(built)[:2] != version_tuple(checkup.accelerator)[:2]:
             result.warn(
-                f"torch was built for {kind} {built}, the bundle targets {ctx.accelerator}",
-                f"Re-lock with `bundler lock --{kind} {ctx.accelerator}` or update [target] accelerator.",
+                f"torch was built for {kind} {built}, the bundle targets {checkup.accelerator}",
+                f"Re-lock with `bundler lock --{kind} {checkup.accelerator}` or update [target] accelerator.",
             )
-    wanted_torch = ctx.bundle.target.get("torch") if ctx.bundle and not ctx.bundle.error else None
+    wanted_torch = checkup.bundle.target.get("torch") if checkup.bundle and not checkup.bundle.error else None
     if wanted_torch and version_tuple(version.split("+")[0]) != version_tuple(wanted_torch):
         result.values["target_torch"] = wanted_torch
         result.fail(

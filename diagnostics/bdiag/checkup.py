@@ -92,7 +92,7 @@ def read_bundle(path: str) -> BundleInfo:
 
 
 @dataclass
-class Context:
+class Checkup:
     """Shared by the stages: the expected backend, the bundle, the probe and what earlier stages found."""
 
     probe: object

@@ -14,11 +14,10 @@ from bundler import __version__
 from bundler.errors import ExistsError, UsageError
 from bundler.fsutil import atomic_write_json, staged_directory
 from bundler.resources import resource_path
-from bundler.target.bundle import Target, validate_target
+from bundler.target.bundle import BACKENDS, Target, validate_target
+from bundler.target.table_file import load_table
 
 ANSWERS_FILE = ".bundler-answers.json"
-# Accelerator versions a new project starts with for torch 2.13 (`bundler lock` changes them).
-DEFAULT_ACCELERATOR = {"cuda": "13.0", "rocm": "7.2", "cpu": ""}
 CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -57,10 +56,11 @@ def build_answers(dest: Path, *, name: str | None, backend: str | None, settings
     if backend:
         answers["backend"] = backend
     answers.update(settings)
-    if "accelerator" not in settings:
-        answers["accelerator"] = DEFAULT_ACCELERATOR.get(answers["backend"], "")
+    table = load_table()
+    if "accelerator" not in settings and answers["backend"] in BACKENDS and answers["torch_version"] in table.releases:
+        answers["accelerator"] = table.default_accelerator(answers["torch_version"], answers["backend"])
     if "base_image" not in settings:
-        answers["base_image"] = f"python:{answers['python_version']}-slim-bookworm"
+        answers["base_image"] = table.runtime_base.format(python=answers["python_version"])
     answers["bundler_version"] = __version__
     validate_answers(answers)
     return answers
@@ -75,14 +75,13 @@ def validate_answers(answers: dict) -> None:
             "package_name=doc_pilot).",
             value=package,
         )
-    validate_target(
-        Target(
-            backend=answers["backend"],
-            accelerator=answers["accelerator"],
-            torch=answers["torch_version"],
-            python=answers["python_version"],
-        )
+    target = Target(
+        backend=answers["backend"],
+        accelerator=answers["accelerator"],
+        torch=answers["torch_version"],
+        python=answers["python_version"],
     )
+    load_table().build_for(validate_target(target))  # a combination PyTorch ships, or TargetError naming those that exist
     if not str(answers["size_budget_mb"]).isdigit() or int(answers["size_budget_mb"]) <= 0:
         raise UsageError(
             f"size_budget_mb {answers['size_budget_mb']!r} is not a positive number of megabytes.",

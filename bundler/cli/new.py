@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -36,7 +37,7 @@ def register(app: typer.Typer) -> None:
         answers = scaffold.build_answers(dest, name=name, backend=backend, settings=settings)
         result = scaffold.scaffold(dest, answers)
         out.say(f"Created {result.dest} ({result.files} files) for backend {answers['backend']}.")
-        out.say(f"Next: cd {dest} && PYTHONPATH=src python -m {answers['package_name']}.pilot --config config/pilot.json")
+        out.say(f"Next: cd {shlex.quote(str(dest))} && PYTHONPATH=src python -m {answers['package_name']}.pilot --config config/pilot.json")
         out.result({"ok": True, "dest": str(result.dest), "files": result.files, "answers": answers})
 
 

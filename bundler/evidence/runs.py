@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,14 +77,15 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
 
 
 def pull_commands(run_id: str, dest: Path) -> dict:
-    """How to get a run from a rented box when bundler runs on the workstation."""
-    box = "USER@BOX:PROJECT"
+    """How to get a run from a rented box when bundler runs on the workstation (shell-quoted;
+    USER, BOX and PROJECT are the user's to fill in)."""
+    remote = shlex.quote(f"PROJECT/runs/{run_id}")
+    local = shlex.quote(str(dest))
     return {
-        "checksums_on_box": f"cd PROJECT/runs/{run_id} && find . -type f ! -name {CHECKSUMS} -print0 | sort -z | xargs -0 sha256sum > "
-        f"{CHECKSUMS}",
-        "rsync": f"rsync -av --partial {box}/runs/{run_id}/ {dest}/",
-        "scp": f"scp -rp {box}/runs/{run_id} {dest}",
-        "check_copy": f"(cd {dest} && sha256sum -c --quiet {CHECKSUMS}) && bundler runs verify {dest}",
+        "checksums_on_box": f"cd {remote} && find . -type f ! -name {CHECKSUMS} -print0 | sort -z | xargs -0 sha256sum > {CHECKSUMS}",
+        "rsync": f"rsync -av --partial USER@BOX:{shlex.quote(f'PROJECT/runs/{run_id}/')} {shlex.quote(str(dest) + '/')}",
+        "scp": f"scp -rp USER@BOX:{remote} {local}",
+        "check_copy": f"(cd {local} && sha256sum -c --quiet {CHECKSUMS}) && bundler runs verify {local}",
     }
 
 

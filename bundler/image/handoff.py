@@ -14,6 +14,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +33,7 @@ class ExportResult:
 
     @property
     def load_command(self) -> str:
-        return f"sha256sum -c {self.sha256_path.name} && docker load -i {self.path.name}"
+        return f"sha256sum -c {shlex.quote(self.sha256_path.name)} && docker load -i {shlex.quote(self.path.name)}"
 
     def as_dict(self) -> dict:
         return {
@@ -103,7 +104,7 @@ class PushResult:
     digest: str
 
     def as_dict(self) -> dict:
-        return {"reference": self.reference, "digest": self.digest, "pull_command": f"docker pull {self.reference}"}
+        return {"reference": self.reference, "digest": self.digest, "pull_command": f"docker pull {shlex.quote(self.reference)}"}
 
 
 def split_reference(reference: str) -> tuple[str, str]:

@@ -138,6 +138,15 @@ class CompatTable:
         matches = [v for v in self.torch_versions() if v.rsplit(".", 1)[0] == minor]
         return matches[-1] if matches else None
 
+    def default_accelerator(self, torch: str, backend: str) -> str:
+        """The build a new project starts with: PyPI's own CUDA for cuda, the newest ROCm for rocm."""
+        release = self.release(torch)
+        if backend == "cuda":
+            return release.pypi_cuda if release.pypi_cuda in release.cuda else (release.cuda[-1] if release.cuda else "")
+        if backend == "rocm":
+            return release.rocm[-1] if release.rocm else ""
+        return ""
+
     def torch_versions_with(self, backend: str, accelerator: str) -> list[str]:
         return [v for v in self.torch_versions() if self.releases[v].has_build(backend, accelerator)]
 

@@ -19,6 +19,7 @@ Exit codes (documented in README.md):
     9  an index, registry or external tool could not be reached or failed
     10 a file or folder could not be read or written (permission, full disk, bad name)
     11-20  diagnostics: 10 + the number of the first failing stage
+    21 a check could not look at everything it was asked to (files it could not read)
 """
 
 from __future__ import annotations
@@ -158,6 +159,13 @@ def from_os_error(error: OSError, doing: str = "") -> FileSystemError:
         hint=hints.get(error.errno, "Check that path, then run the command again."),
         path=path,
     )
+
+
+class NotCheckedError(BundlerError):
+    """A check could not look at everything: files it could not read are listed, never reported clean."""
+
+    exit_code = 21
+    kind = "not-checked"
 
 
 class DiagnosticsFailed(BundlerError):

@@ -101,7 +101,7 @@ def test_subset_reader_reads_generated_bundle_toml_like_tomllib(tmp_path):
     from bdiag import minitoml
     from tests.conftest import scaffold_project
 
-    text = (scaffold_project(tmp_path / "p", backend="cuda", accelerator="12.8") / "bundle.toml").read_text()
+    text = (scaffold_project(tmp_path / "p", backend="cuda", accelerator="13.0") / "bundle.toml").read_text()
     text += '\n[[extensions]]\nname = "flash-attn"  # a comment\nmodule = "flash_attn"\ncompile = true\ncheck = "flash_attn.__version__"\n'
     text += "\n[diagnostics]\nresults_dir = 'runs # not a comment'\n"
     assert minitoml.loads(text) == tomllib.loads(text)

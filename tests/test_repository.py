@@ -7,7 +7,6 @@ import ast
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -52,10 +51,14 @@ def test_shipped_folders_exist():
         assert (REPO / name).is_dir(), name
 
 
-def run_tool(*argv: str) -> subprocess.CompletedProcess:
-    """A tool of the test extras, from the interpreter's own scripts folder."""
-    script = Path(sys.executable).parent / argv[0]
-    return subprocess.run([str(script), *argv[1:]], cwd=REPO, capture_output=True, text=True, timeout=300)
+TOOLS = {  # tools of the test extras, run through this interpreter (a venv's scripts folder may not hold them)
+    "ruff": ["-m", "ruff"],
+    "vermin": ["-c", "import sys; from vermin.main import main; sys.exit(main())"],
+}
+
+
+def run_tool(tool: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *TOOLS[tool], *args], cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
 def test_ruff_lint_is_clean():

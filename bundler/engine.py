@@ -2,13 +2,15 @@
 
 One place for what lock (resolution in a container), build (the images and their smoke
 test) and diagnose (`--image`) ask of the engine. ``device_flags`` gives a container
-the GPUs of a backend; ``gpu_run_options`` adds what this host has.
+the GPUs of a backend; ``gpu_run_options`` adds what this host has; ``loopback_blocker``
+says whether a build container on the host network reaches this host's 127.0.0.1.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 from dataclasses import dataclass
 
 from bundler.errors import EngineError, ExternalError
@@ -95,6 +97,32 @@ def base_image(engine, reference: str, *, say=lambda text: None) -> BaseImage:
     name = reference.split("@")[0].rsplit(":", 1)[0] if ":" in reference.split("/")[-1] else reference.split("@")[0]
     digest = next((d for d in digests if d.split("@")[0] == name), digests[0] if digests else "")
     return BaseImage(reference, image.id, digest, int(image.attrs.get("Size") or 0))
+
+
+def loopback_blocker(engine) -> str:
+    """Why a build with ``network_mode="host"`` would not see this host's 127.0.0.1 ("" when it would).
+
+    The engine must be this machine's own: a local socket, the same host name, not a
+    rootless engine (its host network is a namespace of its own) nor a VM (Docker
+    Desktop, colima, lima: their engine names itself after the VM).
+    """
+    from docker.errors import DockerException
+    from requests.exceptions import RequestException
+
+    where = os.environ.get("DOCKER_HOST", "")
+    if where and not where.startswith("unix://"):
+        return f"the engine is remote (DOCKER_HOST={where})"
+    try:
+        info = engine.info()
+    except (DockerException, RequestException) as error:
+        return f"the engine did not describe itself ({_short(error)})"
+    if "Docker Desktop" in str(info.get("OperatingSystem", "")):
+        return "the engine runs in Docker Desktop's virtual machine"
+    if any("rootless" in str(option) for option in info.get("SecurityOptions") or []):
+        return "the engine is rootless: its host network is a namespace of its own"
+    if info.get("Name") != socket.gethostname():
+        return f"the engine runs on {info.get('Name')!r}, not on this host ({socket.gethostname()!r})"
+    return ""
 
 
 def gpu_run_options(backend: str) -> tuple[dict, list[str], bool]:

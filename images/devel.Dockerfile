@@ -2,8 +2,10 @@
 # (devel-deps.Dockerfile: base, system setup, locked dependencies) -> bundler's entry
 # point and diagnostics -> settings -> the project's code -> its config -> the labels.
 # A code change rebuilds only the last three steps; a config change only the last two.
+# Each COPY goes to / with full paths from the context, so every folder on the way has
+# an entry with the fixed file time (COPY into a folder would stamp it with the clock).
 FROM ${deps_image}
-COPY bundle/ ${bundle_root}/
+COPY bundle/ /
 ENV BUNDLE_PYTHON=${venv_python} \
     BUNDLE_ROOT=${project} \
     BUNDLE_DIAGNOSTICS=${diagnostics} \
@@ -15,6 +17,6 @@ USER ${uid}:${uid}
 WORKDIR ${project}
 ENTRYPOINT ["${entrypoint}"]
 CMD ["pilot"]
-COPY project/ ${project}/
-COPY config/ ${project}/config/
+COPY project/ /
+COPY config/ /
 ${labels}

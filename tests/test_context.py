@@ -82,3 +82,26 @@ def test_context_tar_has_fixed_owners_and_times(tmp_path):
     assert first.getvalue() == second.getvalue()
     member = tarfile.open(fileobj=io.BytesIO(first.getvalue())).getmember("project/a.txt")
     assert (member.uid, member.gid, member.mode) == (0, 0, 0o644)
+
+
+def test_project_context_holds_full_image_paths_with_a_timed_entry_for_every_folder(example_project, tmp_path):
+    from bundler.image.context import write_project_context
+    from bundler.target.bundle import load_bundle
+
+    bundle = load_bundle(example_project)
+    files = collect(example_project)
+    sent = write_project_context(bundle, "FROM scratch\n", files, tmp_path / "project.tar")
+    with tarfile.open(sent.path) as tar:
+        members = tar.getmembers()
+    names = [member.name for member in members]
+    assert "bundle/opt/bundle/entrypoint.sh" in names and "bundle/opt/bundle/diagnostics/run.py" in names
+    assert "project/opt/bundle/project/bundle.toml" in names and "config/opt/bundle/project/config/pilot.json" in names
+    folders = {member.name for member in members if member.isdir()}
+    for name in names:  # every folder above every entry has its own entry, written before it
+        parts = name.split("/")
+        for end in range(1, len(parts)):
+            assert "/".join(parts[:end]) in folders
+            assert names.index("/".join(parts[:end])) < names.index(name)
+    assert {member.mtime for member in members} == {946684800} and {(m.uid, m.gid) for m in members} == {(0, 0)}
+    entry = next(member for member in members if member.name == "bundle/opt/bundle/entrypoint.sh")
+    assert entry.mode == 0o755

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from bundler.image.dockerfile import UnknownDevelBase, default_base, flavour_for, label_instruction, render
+from bundler.image.dockerfile import UnknownDevelBase, default_base, flavour_for, label_instruction, normalize_file_times, render
 from bundler.target.bundle import load_bundle
 from tests.conftest import scaffold_project
 
@@ -43,27 +43,44 @@ def test_devel_flavour_only_when_an_extension_compiles(tmp_path, backend, devel)
     assert flavour_for(compiled) == "devel"
     assert default_base(compiled, "devel") == devel
     plan = render(compiled, "devel", devel)
-    assert plan.deps_text.startswith("#") and f"FROM {devel} AS system" in plan.deps_text
-    assert "--no-build-isolation" in plan.deps_text
+    assert plan.deps_text("loopback").startswith("#") and f"FROM {devel} AS system" in plan.deps_text("loopback")
+    needs_mirror = not devel.startswith("python:")  # an apt base gets Python and a compiler from the distribution's mirror
+    assert plan.deps_network("context") == (None if needs_mirror else "none")
+    assert all("--no-build-isolation" in plan.deps_text(route) for route in ("loopback", "context"))
 
 
 def test_runtime_layer_order_user_and_offline_install(tmp_path):
     bundle = project(tmp_path, "cuda")
     plan = render(bundle, "runtime", "python:3.11-slim-bookworm")
-    deps = plan.deps_text
+    loopback = plan.deps_text("loopback")
+    assert "AS install" not in loopback and "COPY" not in loopback  # nothing but the environment is committed
+    assert loopback.index("useradd") < loopback.index("ARG WHEELHOUSE") < loopback.index("pip install --no-index")
+    context = plan.deps_text("context")
     assert (
-        deps.index("AS install")
-        < deps.index("pip install --no-index")
-        < deps.index("useradd")
-        < deps.index("COPY --from=install /opt/venv")
+        context.index("AS install")
+        < context.index("COPY wheelhouse/")
+        < context.index("pip install --no-index")
+        < context.index("useradd")
+        < context.index("COPY --from=install /stage/ /")
     )
-    assert "--require-hashes --no-deps" in deps and "pip check" in deps
+    for text in (loopback, context):
+        assert '--find-links "$WHEELHOUSE" --require-hashes --no-deps --no-compile' in text and "pip check" in text
+        assert "--invalidation-mode unchecked-hash" in text and "PYTHONHASHSEED=0" in text
+        assert text.count("touch --no-dereference --date=@946684800") == 2  # every RUN normalizes its file times
+    assert plan.deps_network("loopback") == "host" and plan.deps_network("context") == "none"
     final = plan.final_text("bundler/deps:abc", {"org.opencontainers.image.revision": "r$1"})
-    order = [final.index(step) for step in ("FROM bundler/deps:abc", "COPY bundle/", "COPY project/", "COPY config/", "LABEL ")]
+    order = [final.index(step) for step in ("FROM bundler/deps:abc", "COPY bundle/ /", "COPY project/ /", "COPY config/ /", "LABEL ")]
     assert order == sorted(order)
     assert "USER 10001:10001" in final and 'org.opencontainers.image.revision="r\\$1"' in final
-    assert "wheels" not in final  # the wheelhouse never reaches the shipped image
+    assert "wheel" not in final  # the wheelhouse never reaches the shipped image
     assert f'BUNDLE_ENTRY="{bundle.entry}"' in final
+
+
+def test_the_normalizing_step_leaves_the_engines_own_files_alone():
+    script = normalize_file_times()
+    for path in ("/proc", "/sys", "/dev", "/etc/hosts", "/etc/resolv.conf", "/.dockerenv"):
+        assert f"-path {path} " in script
+    assert "-newer /dev/shm/" in script and "-prune -o" in script
 
 
 def test_devel_base_outside_known_families_is_refused(tmp_path):
@@ -79,10 +96,14 @@ def test_every_generated_dockerfile_passes_hadolint(tmp_path):
     for backend in TARGETS:
         runtime = project(tmp_path / "r", backend)
         plan = render(runtime, "runtime", default_base(runtime, "runtime"))
-        texts[f"{backend}-runtime-deps"], texts[f"{backend}-runtime"] = plan.deps_text, plan.final_text("bundler/deps:0123abcd", labels)
+        texts[f"{backend}-runtime"] = plan.final_text("bundler/deps:0123abcd", labels)
+        for route in ("loopback", "context"):
+            texts[f"{backend}-runtime-deps-{route}"] = plan.deps_text(route)
         devel = project(tmp_path / "d", backend, compile_extension=True)
         plan = render(devel, "devel", default_base(devel, "devel"))
-        texts[f"{backend}-devel-deps"], texts[f"{backend}-devel"] = plan.deps_text, plan.final_text("bundler/deps:0123abcd", labels)
+        texts[f"{backend}-devel"] = plan.final_text("bundler/deps:0123abcd", labels)
+        for route in ("loopback", "context"):
+            texts[f"{backend}-devel-deps-{route}"] = plan.deps_text(route)
     for name, text in texts.items():
         path = tmp_path / f"{name}.Dockerfile"
         path.write_text(text)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
 import pytest
 
 from bundler.errors import BuildError
+from bundler.image.serve import WheelhouseServer
 from bundler.image.wheelhouse import cache_root, gather, platform_tags
 from bundler.lock.lockfile import fresh_lock
 from bundler.lock.run import run_lock
@@ -38,9 +44,13 @@ def test_gather_downloads_the_targets_wheels_once_into_the_shared_cache(locked_r
 def test_a_tampered_cached_wheel_stops_the_build_naming_the_file(locked_rocm):
     wheels = gather(fresh_lock(locked_rocm), locked_rocm.target)
     victim = next(w for w in wheels if w.pin.name == "torch")
-    victim.path.write_bytes(victim.path.read_bytes() + b"tampered")
-    with pytest.raises(BuildError) as caught:
-        gather(fresh_lock(locked_rocm), locked_rocm.target)
+    original = victim.path.read_bytes()
+    victim.path.write_bytes(original + b"tampered")
+    try:
+        with pytest.raises(BuildError) as caught:
+            gather(fresh_lock(locked_rocm), locked_rocm.target)
+    finally:
+        victim.path.write_bytes(original)  # the cache is shared by the session's other tests
     assert str(victim.path) in caught.value.message
     assert caught.value.path == victim.path
 
@@ -50,3 +60,37 @@ def test_platform_tags_cover_manylinux_and_plain_linux():
     assert tags[0] == "manylinux_2_35_x86_64" and "manylinux_2_17_x86_64" in tags and tags[-1] == "linux_x86_64"
     assert "manylinux_2_39_x86_64" not in tags  # newer than the oldest supported base's glibc
     assert platform_tags("linux_aarch64")[-1] == "linux_aarch64"
+
+
+def test_the_loopback_server_serves_the_lock_to_pip_with_hashes_and_nothing_else(locked_rocm, tmp_path):
+    lock = fresh_lock(locked_rocm)
+    wheels = gather(lock, locked_rocm.target, verify=False)
+    with WheelhouseServer(wheels, lock.install_body) as server:
+        assert urllib.request.urlopen(server.url + "requirements.txt").read().decode() == lock.install_body
+        for path in ("../bundle.toml", "%2e%2e/bundle.toml", "etc/passwd", wheels[0].path.as_posix()):
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(server.url + path)
+            assert refused.value.code == 404
+        url = server.url.rstrip("/")
+        argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--no-index", "--find-links", url]
+        argv += ["--no-cache-dir", "--dest", str(tmp_path / "out"), "-r", f"{url}/requirements.txt", "--platform", "linux_x86_64"]
+        argv += ["--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp"]
+        done = subprocess.run(argv, capture_output=True, text=True, env={"PIP_CONFIG_FILE": "/dev/null", "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(w.filename for w in wheels)
+        assert server.served.bytes == sum(w.size for w in wheels) and server.served.mismatches == []
+
+
+def test_the_loopback_server_names_a_file_altered_in_the_cache(locked_rocm):
+    lock = fresh_lock(locked_rocm)
+    wheels = gather(lock, locked_rocm.target, verify=False)
+    victim = next(w for w in wheels if w.pin.name == "torch")
+    original = victim.path.read_bytes()
+    victim.path.write_bytes(original + b"tampered")
+    try:
+        with WheelhouseServer(wheels, lock.install_body) as server:
+            data = urllib.request.urlopen(server.url + urllib.request.quote(victim.filename)).read()
+    finally:
+        victim.path.write_bytes(original)
+    assert data.endswith(b"tampered")
+    assert [(wheel.path, len(actual)) for wheel, actual in server.served.mismatches] == [(victim.path, 64)]

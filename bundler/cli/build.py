@@ -1,4 +1,4 @@
-"""`bundler build [PROJECT] [--tag TAG] [--base IMAGE] [--export FILE.tar] [--push REF] [--strict]`."""
+"""`bundler build [PROJECT] [--tag TAG] [--base IMAGE] [--export FILE.tar] [--push REF] [--check-reproducible] [--strict]`."""
 
 from __future__ import annotations
 
@@ -38,6 +38,13 @@ def register(app: typer.Typer) -> None:
             Optional[str],
             typer.Option("--push", metavar="REF", help="Push the image to a registry as REF (HOST[:PORT]/NAME[:TAG]).", show_default=False),
         ] = None,
+        check_reproducible: Annotated[
+            bool,
+            typer.Option(
+                "--check-reproducible",
+                help="Build a second time without any cache and compare the layers; name the first differing file (exit 1).",
+            ),
+        ] = False,
         strict: Annotated[
             bool, typer.Option("--strict", help="Fail (and tag nothing) when the image is over [build] size_budget_mb.")
         ] = False,
@@ -48,15 +55,21 @@ def register(app: typer.Typer) -> None:
 
         out = Output(json_output)
         bundle = load_bundle(project)
-        result = run_build(bundle, tag=tag, base=base, export=export, push=push, strict=strict, say=out.say)
+        result = run_build(
+            bundle, tag=tag, base=base, export=export, push=push, strict=strict, check_reproducible=check_reproducible, say=out.say
+        )
         for line in result.size.lines():
             out.say(line)
         for note in result.notes:
             out.say(f"note: {note}")
-        smoke = result.smoke.get("torch", {})
+        torch = result.smoke.get("torch", {})
+        checked = "checked when that image was made" if result.built.deps.reused else "checked now"
         out.say(
-            f"Smoke test passed: torch {smoke.get('version')} (cuda {smoke.get('cuda')}, hip {smoke.get('hip')}), lock verified in place."
+            f"Checks passed: torch {torch.get('version')} (cuda {torch.get('cuda')}, hip {torch.get('hip')}) in the dependency image "
+            f"({checked}); entry point, diagnostics and {len(result.smoke['project']['config_files'])} config files in the project layers."
         )
+        if result.reproducible:
+            out.say(f"Reproducible: a second cold build gave the same {len(result.reproducible['layers'])} layer diff IDs and labels.")
         out.say(f"Built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f} s.")
         tag = shlex.quote(result.tag)
         out.say(f"Run it: docker run --rm {tag}   ·   diagnostics: docker run --rm {tag} diagnose")

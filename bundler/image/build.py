@@ -1,98 +1,117 @@
-"""`bundler build`: the bundle's image, built through the Docker SDK, smoke-tested, then tagged.
+"""`bundler build`: the bundle's image, built through the Docker SDK, checked, then tagged.
 
 Order of work (nothing is tagged until everything before it passed):
 1. the lock must be fresh (`bundler lock` otherwise); the flavour and the Dockerfiles are
    chosen from bundle.toml (``--base`` overrides the base image);
 2. the engine must answer and the base image be local or pullable;
-3. the dependency image ``bundler/deps:<key>`` (images/<flavour>-deps.Dockerfile: base,
-   system setup, the locked wheels installed offline with --require-hashes into
-   /opt/venv, of which only /opt/venv is kept). The key covers that Dockerfile, the base
-   image ID and the lock's pins; while it exists, no wheel is gathered or sent again.
-   Otherwise the wheelhouse is gathered from the content-addressed cache (hash-checked)
-   and sent as the dependency build's context;
+3. the dependency image (deps.py): reused with its recorded verdict while its key
+   (Dockerfile, base image, pins, checks) is unchanged; otherwise made from the
+   wheelhouse (over loopback, or in the context when the engine is elsewhere) and checked
+   once in a container;
 4. the project context: Dockerfile, bundler's entry point and the diagnostics folder, the
    project through .dockerignore rules (secrets withheld and listed), config last; its
    size is reported before it is sent;
-5. the build, offline (``network_mode="none"``) unless a devel base needs its mirror,
-   OCI and bundler labels in one LABEL step at the end;
-6. the smoke test in the new image, offline: the lock verified in place
-   (lockfile.install_check_command: pip install --no-index of the lock finds everything
-   installed, pip check, torch imported and its build compared with the Target);
+5. the project build, offline (``network_mode="none"``), OCI and bundler labels in one
+   LABEL step at the end;
+6. the project checks (checks.py), without starting a container: user, entry point,
+   the lock against the dependency image's pins, config files that parse;
 7. the size report against ``size_budget_mb`` (``--strict`` fails above it);
-8. the tag, then ``--export`` and ``--push``.
-A failure in 5-7 removes the new image, so no tag ever names a half-checked image.
-
-Smoke test and the fake wheels of the tests: the tiny torch wheels of tests/fakeindex.py
-answer ``torch.__version__`` and ``torch.version.cuda/hip`` like the real ones, so the
-smoke test runs unchanged on them: it checks the installed build, not the GPU (that is
-`bundler diagnose --image`'s device stage). GPU flags (bundler.engine.device_flags)
-are given to the smoke container only when the host has a GPU of the Target's backend.
+8. with ``--check-reproducible``: everything built a second time, cold (the dependency
+   image too, under a temporary name), and the two compared layer by layer
+   (reproducible.py); a difference names the first differing file and fails the command;
+9. the tag, then ``--export`` and ``--push``.
+A failure in 5-8 removes the new image, so no tag ever names a half-checked image.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
+import secrets
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler import engine as engines
-from bundler.image import handoff, wheelhouse
-from bundler.image.context import ProjectFiles, collect, write_deps_context, write_project_context
+from bundler.errors import FindingsError
+from bundler.image import handoff
+from bundler.image.checks import project_checks
+from bundler.image.context import ProjectFiles, collect, write_project_context
+from bundler.image.deps import DepsImage, asked_route, dependency_image, pins_sha256
 from bundler.image.dockerfile import Dockerfiles, default_base, flavour_for, render
-from bundler.image.labels import DEPS_LABEL, LOCK_LABEL, labels_for
+from bundler.image.labels import labels_for
+from bundler.image.reproducible import compare
 from bundler.image.size import SizeReport, enforce, size_report
-from bundler.image.steps import Progress, image_exists, remove_image, run_engine_build, smoke_test
+from bundler.image.steps import Progress, remove_image, run_engine_build
 from bundler.lock.lockfile import Lock, fresh_lock
 from bundler.target.bundle import Bundle, update_target
 from bundler.target.versions import build_name
 
-DEPS_REPOSITORY = "bundler/deps"
+CHECK_REPOSITORY = "bundler/check"  # the second build of --check-reproducible, removed afterwards
+
+
+@dataclass
+class Plan:
+    """What every build of this bundle shares: the lock, the Dockerfiles, the base, labels, files."""
+
+    bundle: Bundle
+    lock: Lock
+    dockerfiles: Dockerfiles
+    engine: object
+    base_image: object
+    labels: dict
+    files: ProjectFiles
+
+
+@dataclass
+class Built:
+    image_id: str
+    deps: DepsImage
+    context_bytes: int
+    dockerfile: str
+    smoke: dict
 
 
 @dataclass
 class BuildResult:
     tag: str
-    image_id: str
-    flavour: str
-    base: str
-    base_recorded: str
-    labels: dict
+    built: Built
+    plan: Plan
     size: SizeReport
-    context_bytes: int
-    wheelhouse_bytes: int
-    project_bytes: int
-    secrets_excluded: list
-    smoke: dict
     notes: list = field(default_factory=list)
-    dockerfile: str = ""
-    deps: dict = field(default_factory=dict)
     export: dict | None = None
     push: dict | None = None
+    reproducible: dict | None = None
     seconds: float = 0.0
 
+    @property
+    def image_id(self) -> str:
+        return self.built.image_id
+
+    @property
+    def smoke(self) -> dict:
+        return self.built.smoke
+
     def as_dict(self) -> dict:
+        deps, plan = self.built.deps, self.plan
         return {
             "ok": True,
             "tag": self.tag,
             "image_id": self.image_id,
-            "flavour": self.flavour,
-            "base_image": self.base,
-            "base_recorded": self.base_recorded,
-            "labels": self.labels,
+            "flavour": plan.dockerfiles.flavour,
+            "base_image": plan.dockerfiles.base,
+            "base_recorded": plan.base_image.recorded,
+            "labels": plan.labels,
             "size": self.size.as_dict(),
             "context": {
-                "bytes": self.context_bytes,
-                "wheelhouse_bytes": self.wheelhouse_bytes,
-                "project_bytes": self.project_bytes,
-                "deps_context_bytes": self.deps.get("deps_context_bytes", 0),
-                "deps_image": self.deps.get("deps_image"),
-                "deps_reused": self.deps.get("deps_reused"),
-            },
-            "secrets_excluded": self.secrets_excluded,
+                "bytes": self.built.context_bytes + deps.context_bytes,
+                "project_context_bytes": self.built.context_bytes,
+                "project_bytes": plan.files.included_bytes,
+            }
+            | deps.as_dict(),
+            "secrets_excluded": plan.files.secrets,
             "smoke_test": self.smoke,
+            "reproducible": self.reproducible,
             "notes": self.notes,
             "export": self.export,
             "push": self.push,
@@ -103,12 +122,6 @@ class BuildResult:
 def default_tag(bundle: Bundle, lock_sha: str) -> str:
     name = re.sub(r"[^a-z0-9._-]+", "-", bundle.name.lower()).strip("-._") or bundle.package
     return f"bundler/{name}:{build_name(bundle.target.backend, bundle.target.accelerator)}-{lock_sha[:12]}"
-
-
-def deps_key(dockerfiles: Dockerfiles, base_image_id: str, install_body: str) -> str:
-    """What the dependency image depends on: its Dockerfile, the base image and the lock's pins."""
-    payload = "\0".join((dockerfiles.deps_text, base_image_id, install_body))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def record_base_digest(bundle: Bundle, base, overridden: bool) -> bool:
@@ -122,28 +135,43 @@ def record_base_digest(bundle: Bundle, base, overridden: bool) -> bool:
     return True
 
 
-def dependency_image(engine, bundle: Bundle, lock: Lock, dockerfiles: Dockerfiles, base_image, work: Path, no_cache: bool, say) -> dict:
-    """``bundler/deps:<key>``, built from the wheelhouse unless an image with that key exists."""
-    key = deps_key(dockerfiles, base_image.image_id, lock.install_body)
-    deps_image = f"{DEPS_REPOSITORY}:{key[:24]}"
-    sent = {"deps_context_bytes": 0, "wheelhouse_bytes": 0, "deps_image": deps_image, "deps_reused": True}
-    if not no_cache and image_exists(engine, deps_image):
-        say(f"Dependency image {deps_image} is up to date (same base image and lock): no wheel is sent.")
-        return sent
-    sent["deps_reused"] = False
-    sources = {extension.name for extension in bundle.extensions if extension.compile}
-    wheels = wheelhouse.gather(lock, bundle.target, sources=sources, say=say)
-    context = write_deps_context(dockerfiles, lock.install_body, wheels, work / "deps.tar")
-    sent.update(deps_context_bytes=context.bytes, wheelhouse_bytes=sum(w.size for w in wheels))
+def plan_build(bundle: Bundle, base: str | None, say) -> Plan:
+    asked_route()  # a mistyped BUNDLER_WHEELHOUSE_ROUTE is refused before anything else
+    lock = fresh_lock(bundle)
+    flavour = flavour_for(bundle)
+    dockerfiles = render(bundle, flavour, base or default_base(bundle, flavour))
+    engine = engines.client()
+    base_image = engines.base_image(engine, dockerfiles.base, say=say)
+    files = collect(bundle.root)
+    if files.secrets:
+        say(f"Left out of the build context as secrets ({len(files.secrets)}): {', '.join(files.secrets)}")
+    labels = labels_for(bundle, dockerfiles.flavour, base_image, lock.sha256)
+    return Plan(bundle, lock, dockerfiles, engine, base_image, labels, files)
+
+
+def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference: str | None = None, say=print) -> Built:
+    """The dependency image (reused or made), the project image on it, its checks; the image is removed on failure."""
+    engine, bundle = plan.engine, plan.bundle
+    deps = dependency_image(
+        engine, bundle, plan.lock, plan.dockerfiles, plan.base_image, work, no_cache=no_cache, reference=deps_reference, say=say
+    )
+    dockerfile = plan.dockerfiles.final_text(deps.reference, plan.labels)
+    context = write_project_context(bundle, dockerfile, plan.files, work / "project.tar")
     say(
-        f"Dependency image {deps_image}: context {context.bytes / 1e6:.1f} MB (wheelhouse {sent['wheelhouse_bytes'] / 1e6:.1f} MB "
-        f"in {len(wheels)} files); installing offline with --require-hashes…"
+        f"Build context: {context.bytes / 1e6:.2f} MB (project {plan.files.included_bytes / 1e6:.2f} MB in {len(plan.files.included)} "
+        f"files; {plan.files.ignored_count} files ignored). Building the {plan.dockerfiles.flavour} image for "
+        f"{bundle.target.describe()} on {plan.dockerfiles.base}, offline."
     )
     with Progress() as progress:
-        deps_id = run_engine_build(engine, context, dockerfiles.network, {DEPS_LABEL: key, LOCK_LABEL: lock.sha256}, progress, no_cache)
-    repository, version = deps_image.rsplit(":", 1)
-    engine.api.tag(deps_id, repository, version)
-    return sent
+        image_id = run_engine_build(engine, context, progress, no_cache=no_cache)
+    try:
+        project = project_checks(engine, image_id, pins_sha256(plan.lock))
+    except BaseException:
+        remove_image(engine, image_id)
+        raise
+    torch = next((c["finding"].get("torch", {}) for c in deps.verdict.get("checks", []) if c["name"] == "torch build"), {})
+    smoke = {"ok": True, "torch": torch, "dependencies": {"reused": deps.reused} | deps.verdict, "project": project}
+    return Built(image_id, deps, context.bytes, dockerfile, smoke)
 
 
 def run_build(
@@ -155,77 +183,62 @@ def run_build(
     push: str | None = None,
     strict: bool = False,
     no_cache: bool = False,
+    check_reproducible: bool = False,
     say=lambda text: None,
 ) -> BuildResult:
     started = time.monotonic()
-    lock = fresh_lock(bundle)
-    flavour = flavour_for(bundle)
-    dockerfiles = render(bundle, flavour, base or default_base(bundle, flavour))
-    engine = engines.client()
-    base_image = engines.base_image(engine, dockerfiles.base, say=say)
-    notes = [base_image.note] if base_image.note else []
-    tag = tag or default_tag(bundle, lock.sha256)
-    handoff.split_reference(tag)  # a bad --tag is refused before the build
+    plan = plan_build(bundle, base, say)
+    engine = plan.engine
+    notes = [plan.base_image.note] if plan.base_image.note else []
+    tag = tag or default_tag(bundle, plan.lock.sha256)
+    repository, version = handoff.split_reference(tag)  # a bad --tag is refused before the build
     if push:
         handoff.split_reference(push)
-    files = collect(bundle.root)
-    if files.secrets:
-        say(f"Left out of the build context as secrets ({len(files.secrets)}): {', '.join(files.secrets)}")
-    labels = labels_for(bundle, dockerfiles.flavour, base_image, lock.sha256)
     with tempfile.TemporaryDirectory(prefix="bundler-context-") as work:
-        sent = dependency_image(engine, bundle, lock, dockerfiles, base_image, Path(work), no_cache, say)
-        image_id, context_bytes = _project_image(engine, bundle, dockerfiles, sent["deps_image"], labels, files, Path(work), no_cache, say)
-    try:
-        say("Smoke test in the new image: the lock in place, pip check, the torch build…")
-        smoke = smoke_test(engine, image_id, bundle)
-        report = size_report(engine, image_id, bundle.size_budget_mb)
-        warning = enforce(report, strict, str(bundle.path))
-    except BaseException:
-        remove_image(engine, image_id)
-        raise
+        built = build_once(plan, Path(work), no_cache=no_cache, say=say)
+        notes += built.deps.notes
+        try:
+            report = size_report(engine, built.image_id, bundle.size_budget_mb)
+            warning = enforce(report, strict, str(bundle.path))
+            reproducible = check_twice(plan, built, Path(work), notes, say) if check_reproducible else None
+        except BaseException:
+            remove_image(engine, built.image_id)
+            raise
     if warning:
         notes.append(warning)
-    repository, version = handoff.split_reference(tag)
-    engine.api.tag(image_id, repository, version)
-    if record_base_digest(bundle, base_image, overridden=base is not None):
-        notes.append(f"bundle.toml [target] base_digest set to {base_image.digest.split('@')[-1]}")
-    result = BuildResult(
-        tag=f"{repository}:{version}",
-        image_id=image_id,
-        flavour=dockerfiles.flavour,
-        base=dockerfiles.base,
-        base_recorded=base_image.recorded,
-        labels=labels,
-        size=report,
-        context_bytes=context_bytes + sent["deps_context_bytes"],
-        wheelhouse_bytes=sent["wheelhouse_bytes"],
-        project_bytes=files.included_bytes,
-        secrets_excluded=files.secrets,
-        smoke=smoke,
-        notes=notes,
-        dockerfile=dockerfiles.final_text(sent["deps_image"], labels),
-        deps=sent,
-    )
+    engine.api.tag(built.image_id, repository, version)
+    if record_base_digest(bundle, plan.base_image, overridden=base is not None):
+        notes.append(f"bundle.toml [target] base_digest set to {plan.base_image.digest.split('@')[-1]}")
+    result = BuildResult(f"{repository}:{version}", built, plan, report, notes, reproducible=reproducible)
+    if reproducible and not reproducible["reproducible"]:
+        raise FindingsError(
+            "the image is not reproducible: two cold builds of the same inputs differ"
+            + (f" in {reproducible['first_difference']}" if reproducible["first_difference"] else "")
+            + (f"; labels differ: {', '.join(reproducible['labels_differing'])}" if reproducible["labels_differing"] else "")
+            + f". The first build is tagged {result.tag}.",
+            hint="A step writes the clock or the build's own state into a file: normalize it (a fixed file time, "
+            "SOURCE_DATE_EPOCH) or leave it out of the image.",
+            value=reproducible["first_difference"],
+            result=result.as_dict() | {"ok": False},
+        )
     if export is not None:
-        result.export = handoff.export(engine, image_id, Path(export), names=[result.tag], say=say).as_dict()
+        result.export = handoff.export(engine, built.image_id, Path(export), names=[result.tag], say=say).as_dict()
     if push:
-        result.push = handoff.push(engine, image_id, push, keep_tag=push == result.tag, say=say).as_dict()
+        result.push = handoff.push(engine, built.image_id, push, keep_tag=push == result.tag, say=say).as_dict()
     result.seconds = time.monotonic() - started
     return result
 
 
-def _project_image(
-    engine, bundle: Bundle, dockerfiles: Dockerfiles, deps_image: str, labels: dict, files: ProjectFiles, work: Path, no_cache: bool, say
-) -> tuple[str, int]:
-    context = write_project_context(bundle, dockerfiles.final_text(deps_image, labels), files, work / "project.tar")
-    say(
-        f"Build context: {context.bytes / 1e6:.2f} MB (project {files.included_bytes / 1e6:.2f} MB in {len(files.included)} files; "
-        f"{files.ignored_count} files ignored)."
-    )
-    say(
-        f"Building the {dockerfiles.flavour} image for {bundle.target.describe()} on {dockerfiles.base}"
-        + (" (offline)." if not dockerfiles.network else " (the system layer uses the distribution's mirror).")
-    )
-    with Progress() as progress:
-        image_id = run_engine_build(engine, context, dockerfiles.network, {}, progress, no_cache)
-    return image_id, context.bytes
+def check_twice(plan: Plan, first: Built, work: Path, notes: list, say) -> dict:
+    """Build everything again, cold, under temporary names; compare; remove the second build."""
+    say("Checking reproducibility: building everything a second time without any cache…")
+    suffix = secrets.token_hex(4)
+    reference = f"{CHECK_REPOSITORY}:deps-{first.deps.key[:12]}-{suffix}"
+    second = build_once(plan, work, no_cache=True, deps_reference=reference, say=say)
+    notes += [f"second build: {note}" for note in second.deps.notes]
+    try:
+        say("Comparing the two builds layer by layer…")
+        return compare(plan.engine, first.image_id, second.image_id).as_dict()
+    finally:
+        remove_image(plan.engine, second.image_id)
+        remove_image(plan.engine, reference)

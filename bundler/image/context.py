@@ -8,9 +8,9 @@ notebook checkpoints, virtual environments) and applies its secret rules *after*
 a secret-looking file is never sent, even when a ``!`` rule re-includes it, and every
 one left out is listed so the user sees what was withheld.
 
-The context is a tar written by bundler itself (docker-py's ``custom_context``), with
-fixed ownership and modification times so that the engine's layer cache sees only
-content changes.
+The context is a tar written by bundler itself (docker-py's ``custom_context``), sorted,
+with fixed owners and one file time (layout.FILE_TIME), so that the engine's layer cache
+sees only content changes and the layers it commits are the same from build to build.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.image.dockerfile import Dockerfiles
+from bundler.image import layout
 from bundler.resources import diagnostics_folder, resource_path
 from bundler.target.bundle import Bundle
 
@@ -80,7 +80,6 @@ SECRET_FILE_PATTERNS = (
     "**/.secrets",
 )
 _PRIVATE_KEY_HEAD = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----")
-FIXED_MTIME = 946684800  # 2000-01-01: the layer cache must see content, not touch times
 
 
 def ignore_patterns(root: Path) -> list[str]:
@@ -162,17 +161,37 @@ def collect(root: Path) -> ProjectFiles:
 
 
 class ContextTar:
-    """A build context tar with fixed owners and times, written into a file or memory."""
+    """A build context tar with fixed owners and times, written into a file or memory.
+
+    Every folder gets an entry of its own before its first file: a folder the engine had to
+    create would carry the time of the extraction, and COPY would commit that time.
+    """
 
     def __init__(self, fileobj) -> None:
         self.fileobj = fileobj
         self.tar = tarfile.open(fileobj=fileobj, mode="w", format=tarfile.PAX_FORMAT)
+        self._folders: set[str] = set()
+
+    def add_folder(self, arcname: str) -> None:
+        self._add_folders(arcname + "/")
+
+    def _add_folders(self, arcname: str) -> None:
+        """An entry for every folder above ``arcname`` not yet written."""
+        parts = arcname.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            folder = "/".join(parts[:end])
+            if folder not in self._folders:
+                self._folders.add(folder)
+                info = tarfile.TarInfo(folder)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, layout.FILE_TIME
+                self.tar.addfile(info)
 
     def add_file(self, arcname: str, path: Path) -> None:
+        self._add_folders(arcname)
         info = self.tar.gettarinfo(str(path), arcname=arcname)
         info.uid = info.gid = 0
         info.uname = info.gname = ""
-        info.mtime = FIXED_MTIME
+        info.mtime = layout.FILE_TIME
         if info.isreg():
             info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
             with open(path, "rb") as handle:
@@ -181,8 +200,9 @@ class ContextTar:
             self.tar.addfile(info)
 
     def add_bytes(self, arcname: str, data: bytes, mode: int = 0o644) -> None:
+        self._add_folders(arcname)
         info = tarfile.TarInfo(arcname)
-        info.size, info.mode, info.mtime = len(data), mode, FIXED_MTIME
+        info.size, info.mode, info.mtime = len(data), mode, layout.FILE_TIME
         self.tar.addfile(info, io.BytesIO(data))
 
     def add_tree(self, prefix: str, root: Path, relatives: list[str]) -> None:
@@ -203,18 +223,32 @@ class SentContext:
     bytes: int
 
 
-def write_deps_context(dockerfiles: Dockerfiles, install_body: str, wheels: list, dest: Path) -> SentContext:
+def write_deps_context(dockerfile: str, install_body: str, wheels: list, dest: Path) -> SentContext:
+    """The context route: the Dockerfile, then wheelhouse/ (requirements.txt and the wheels)."""
     with open(dest, "wb") as handle:
         tar = ContextTar(handle)
-        tar.add_bytes("Dockerfile", dockerfiles.deps_text.encode("utf-8"))
-        tar.add_bytes("lock/requirements.txt", install_body.encode("utf-8"))
-        for wheel in wheels:
-            tar.add_file(f"wheels/{wheel.filename}", wheel.path)
+        tar.add_bytes("Dockerfile", dockerfile.encode("utf-8"))
+        tar.add_bytes("wheelhouse/requirements.txt", install_body.encode("utf-8"))
+        for wheel in sorted(wheels, key=lambda wheel: wheel.filename):
+            tar.add_file(f"wheelhouse/{wheel.filename}", wheel.path)
+        return SentContext(dest, tar.close())
+
+
+def write_dockerfile_context(dockerfile: str, dest: Path) -> SentContext:
+    """A context of one Dockerfile (the loopback route, the label step)."""
+    with open(dest, "wb") as handle:
+        tar = ContextTar(handle)
+        tar.add_bytes("Dockerfile", dockerfile.encode("utf-8"))
         return SentContext(dest, tar.close())
 
 
 def write_project_context(bundle: Bundle, dockerfile: str, files: ProjectFiles, dest: Path) -> SentContext:
-    """Dockerfile, bundler's entry point and diagnostics, the project's code, its config last."""
+    """Dockerfile, then three trees copied to ``/``: bundler's entry point and diagnostics, the code, the config.
+
+    Each tree holds full image paths (``project/opt/bundle/project/...``) with an entry for
+    every folder: copied to ``/``, every folder on the way takes its fixed time from the
+    context (COPY into an existing folder would stamp that folder with the clock).
+    """
     diagnostics = diagnostics_folder(bundle.root)
     own_diagnostics = diagnostics.resolve() == (bundle.root / "diagnostics").resolve()
     code = [r for r in files.included if not r.startswith("config/") and not (own_diagnostics and r.startswith("diagnostics/"))]
@@ -222,23 +256,17 @@ def write_project_context(bundle: Bundle, dockerfile: str, files: ProjectFiles, 
     with open(dest, "wb") as handle:
         tar = ContextTar(handle)
         tar.add_bytes("Dockerfile", dockerfile.encode("utf-8"))
-        tar.add_file("bundle/entrypoint.sh", resource_path("images") / "entrypoint.sh")
+        tar.add_file(f"bundle{layout.ENTRYPOINT}", resource_path("images") / "entrypoint.sh")
         if own_diagnostics:
-            tar.add_tree(
-                "bundle/diagnostics",
-                bundle.root / "diagnostics",
-                [r[len("diagnostics/") :] for r in files.included if r.startswith("diagnostics/")],
-            )
+            shipped = [r[len("diagnostics/") :] for r in files.included if r.startswith("diagnostics/")]
         else:
             shipped = sorted(
                 p.relative_to(diagnostics).as_posix()
                 for p in diagnostics.rglob("*")
                 if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
             )
-            tar.add_tree("bundle/diagnostics", diagnostics, shipped)
-        tar.add_tree("project", bundle.root, code)
-        if not config:
-            tar.add_bytes("config/.keep", b"")
-        for relative in config:
-            tar.add_file(relative, bundle.root / relative)
+        tar.add_tree(f"bundle{layout.DIAGNOSTICS}", diagnostics, shipped)
+        tar.add_tree(f"project{layout.PROJECT}", bundle.root, code)
+        tar.add_folder(f"config{layout.PROJECT}/config")
+        tar.add_tree(f"config{layout.PROJECT}", bundle.root, config)
         return SentContext(dest, tar.close())

@@ -28,14 +28,32 @@ APT_FAMILIES = ("nvidia/cuda:", "rocm/dev-ubuntu-")
 PYTHON_FAMILIES = ("python:",)
 
 
+ROUTES = ("loopback", "context")
+ROUTE_NOTES = {  # the deps Dockerfile's comment on where the wheels come from
+    "loopback": "served from the host's cache over 127.0.0.1 to this build, which\n"
+    "# shares the host's network; no wheel is committed into any layer",
+    "context": "sent in the build context to an install stage that is thrown away\n"
+    "# (the engine is not on this host); only the environment is copied on",
+}
+
+
 @dataclass(frozen=True)
 class Dockerfiles:
     flavour: str  # runtime | devel
     base: str  # the reference written in FROM
     python: str  # interpreter command in the base, e.g. python3.11
-    deps_text: str  # the dependency image's Dockerfile (wheels -> /opt/venv)
+    deps_texts: dict  # route -> the dependency image's Dockerfile (wheels -> /opt/venv)
     template: str  # the shipped image's Dockerfile, ${deps_image} still open
-    network: bool  # does the build need the network (devel on an apt base)
+    needs_mirror: bool  # the system layer installs from the distribution's mirror (devel on an apt base)
+
+    def deps_text(self, route: str) -> str:
+        return self.deps_texts[route]
+
+    def deps_network(self, route: str) -> str | None:
+        """The dependency build's network: the host's for the loopback route, none when nothing is fetched."""
+        if route == "loopback":
+            return "host"
+        return None if self.needs_mirror else "none"
 
     def final_text(self, deps_image: str, labels: dict | None = None) -> str:
         return string.Template(self.template).substitute(deps_image=deps_image, labels=label_instruction(labels or {}))
@@ -93,6 +111,89 @@ def label_instruction(labels: dict) -> str:
     return "LABEL " + " \\\n      ".join(pairs)
 
 
+def normalize_file_times() -> str:
+    """Shell: every path changed since the step's marker gets layout.FILE_TIME.
+
+    The marker lives in /dev/shm (a tmpfs, never in a layer) and is written when the step
+    starts, after the engine made the container: what the engine itself made or mounts
+    (/proc, /sys, /dev, /etc/hosts, …, /.dockerenv, and /etc, where it mounts them) is
+    older, so it is left alone; touching it would copy it into the layer.
+    """
+    pruned = " -o ".join(f"-path {path}" for path in ENGINE_PATHS)
+    return f"find / -xdev \\( {pruned} \\) -prune -o -newer {MARKER} -exec touch --no-dereference --date=@{layout.FILE_TIME} {{}} +"
+
+
+MARKER = "/dev/shm/bundler-step-started"
+STAGE = "/stage"  # the context route's install stage moves the venv under it
+ENGINE_PATHS = ("/proc", "/sys", "/dev", "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/etc/mtab", "/.dockerenv")
+
+
+def run_step(commands: list[str]) -> str:
+    """One RUN: `set -e`, the start marker, the commands, then the file times normalized."""
+    lines = ["set -e", f"touch {MARKER}", *commands, normalize_file_times(), f"rm -f {MARKER}"]
+    return "RUN " + "; \\\n    ".join(lines)
+
+
+def user_setup() -> str:
+    u = layout
+    return run_step(
+        [
+            f"export SOURCE_DATE_EPOCH={u.FILE_TIME}",  # useradd writes the password's change date from it
+            f"groupadd --gid {u.UID} {u.USER}",
+            f"useradd --no-log-init --create-home --uid {u.UID} --gid {u.UID} --shell /bin/sh {u.USER}",
+            f"mkdir -p {u.PROJECT}/runs",
+            f"ln -s ../diagnostics {u.PROJECT}/diagnostics",
+            f"chown {u.USER}:{u.USER} {u.PROJECT}/runs",
+        ]
+    )
+
+
+def install_step(python: str, devel: bool, stage: str = "") -> str:
+    """The locked packages from $WHEELHOUSE (a URL: http:// or file://) into the venv, with hashes, then bytecode.
+
+    ``stage``: a folder the finished venv moves under (``STAGE/opt/venv``), for a later
+    ``COPY --from=install STAGE/ /`` that gives every folder on the way its fixed time.
+    """
+    venv = layout.VENV
+    pip = f"{venv}/bin/python -m pip"
+    build_isolation = " --no-build-isolation" if devel else ""
+    parent = venv.rsplit("/", 1)[0]
+    moved = [f"mkdir -p {stage}{parent}", f"mv {venv} {stage}{parent}/"] if stage else []
+    return "ARG WHEELHOUSE\n" + run_step(
+        [
+            # pip's temporary files under the venv's parent: /tmp stays out of the layer, so both routes commit the same one
+            f"export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 TMPDIR={parent}/.bundler-tmp",
+            'mkdir -p "$TMPDIR"',
+            f"{python} -m venv {venv}",
+            f'{pip} install --no-index --find-links "$WHEELHOUSE" --require-hashes --no-deps --no-compile --no-cache-dir'
+            f' --retries 0{build_isolation} -r "$WHEELHOUSE/requirements.txt"',
+            f"{pip} check",
+            f"find {venv} -name __pycache__ -type d -prune -exec rm -rf {{}} +",
+            # bytecode that does not depend on the clock; a module that does not compile (torch ships a few
+            # written for newer Pythons) is skipped, as pip's own compile step skips it
+            f"PYTHONHASHSEED=0 {venv}/bin/python -m compileall -q -f -j 0 --invalidation-mode unchecked-hash {venv}/lib"
+            " > /dev/null || true",
+            'rm -rf "$TMPDIR"',
+            *moved,
+        ]
+    )
+
+
+def deps_pieces(route: str, python: str, install_from: str, devel: bool) -> dict[str, str]:
+    """The ${install_stage} and ${environment} of a deps template for ``route``."""
+    if route == "loopback":
+        return {"install_stage": "", "environment": install_step(python, devel)}
+    install = install_step(python, devel, stage=STAGE)
+    where = layout.WHEELHOUSE_IN_CONTEXT
+    stage = (
+        "# ---- install stage: the wheelhouse, thrown away after the install ------------------\n"
+        f"FROM {install_from} AS install\nCOPY wheelhouse/ {where}/\n"
+        + install.replace("ARG WHEELHOUSE", f"ARG WHEELHOUSE=file://{where}", 1)
+        + "\n\n# ---- the dependency image ------------------------------------------------------------"
+    )
+    return {"install_stage": stage, "environment": f"COPY --from=install {STAGE}/ /"}
+
+
 def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
     """Both Dockerfiles of ``flavour`` on ``base``; UnknownDevelBase for a devel base bundler cannot provision."""
     python = f"python{bundle.target.python}"
@@ -103,11 +204,19 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
         "entry": env_quote(bundle.entry),
         "deps_image": "${deps_image}",
         "labels": "${labels}",
+        "user_setup": user_setup(),
     }
-    if flavour == "devel":
+    devel = flavour == "devel"
+    if devel:
         values["system_packages"] = system_packages(base, python)
-    deps = string.Template((images / f"{flavour}-deps.Dockerfile").read_text(encoding="utf-8")).substitute(values)
+    deps_template = string.Template((images / f"{flavour}-deps.Dockerfile").read_text(encoding="utf-8"))
+    deps = {
+        route: deps_template.substitute(
+            values, route=ROUTE_NOTES[route], **deps_pieces(route, python, "system" if devel else base, devel)
+        ).replace("\n\n\n", "\n\n")
+        for route in ROUTES
+    }
     final = string.Template((images / f"{flavour}.Dockerfile").read_text(encoding="utf-8")).substitute(values)
     # the final template's own `$$` became `$`; keep them literal for the second substitution
     final = final.replace("$", "$$").replace("$${deps_image}", "${deps_image}").replace("$${labels}", "${labels}")
-    return Dockerfiles(flavour, base, python, deps, final, network=flavour == "devel" and base.startswith(APT_FAMILIES))
+    return Dockerfiles(flavour, base, python, deps, final, needs_mirror=devel and base.startswith(APT_FAMILIES))

@@ -1,5 +1,7 @@
 """The labels of an image: OCI's (title, created, revision, source, base) and bundler's
-(Target, lock sha256, base image by digest, flavour, entry)."""
+(Target, lock sha256, base image by digest, flavour, entry; on a dependency image its
+key, the pins it was made from and its checks' verdict). Nothing here reads the clock:
+``created`` is SOURCE_DATE_EPOCH, the last commit or the lock's time."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from bundler.target.bundle import Bundle
 LABEL_PREFIX = "io.bundler"
 DEPS_LABEL = f"{LABEL_PREFIX}.deps.key"
 LOCK_LABEL = f"{LABEL_PREFIX}.lock.sha256"
+PINS_LABEL = f"{LABEL_PREFIX}.deps.pins.sha256"  # the lock's install body the dependency image was made from
+VERDICT_LABEL = f"{LABEL_PREFIX}.deps.verdict"  # the dependency checks' results, recorded once
 
 
 def _git(root: Path, *args: str) -> str:
@@ -26,25 +30,30 @@ def _git(root: Path, *args: str) -> str:
     return completed.stdout.strip() if completed.returncode == 0 else ""
 
 
-def created_time(root: Path) -> str:
-    """SOURCE_DATE_EPOCH, else the commit time, else now (UTC, RFC 3339)."""
+def source_date_epoch(bundle: Bundle) -> tuple[int, str]:
+    """(seconds, where they come from): SOURCE_DATE_EPOCH, else the project's last commit, else the
+    lock's modification time. Never now: the same inputs must give the same labels."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    if not epoch.isdigit():
-        epoch = _git(root, "log", "-1", "--format=%ct")
-    moment = (
-        datetime.datetime.fromtimestamp(int(epoch), datetime.timezone.utc)
-        if epoch.isdigit()
-        else datetime.datetime.now(datetime.timezone.utc)
-    )
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if epoch.isdigit():
+        return int(epoch), "SOURCE_DATE_EPOCH"
+    commit = _git(bundle.root, "log", "-1", "--format=%ct")
+    if commit.isdigit():
+        return int(commit), "the last commit"
+    return int(bundle.lock_path.stat().st_mtime), f"the modification time of {bundle.lock_path.name}"
+
+
+def rfc3339(epoch: int) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def labels_for(bundle: Bundle, flavour: str, base, lock_sha: str) -> dict:
     root = bundle.root
     revision = _git(root, "rev-parse", "HEAD") or "unknown"
+    epoch, source = source_date_epoch(bundle)
     return {
         "org.opencontainers.image.title": bundle.name,
-        "org.opencontainers.image.created": created_time(root),
+        "org.opencontainers.image.created": rfc3339(epoch),
+        f"{LABEL_PREFIX}.created.from": source,
         "org.opencontainers.image.revision": revision,
         "org.opencontainers.image.source": _git(root, "config", "--get", "remote.origin.url") or "unknown",
         "org.opencontainers.image.version": _git(root, "describe", "--tags", "--always", "--dirty") or "unversioned",

@@ -16,6 +16,10 @@ PYTHON = f"{VENV}/bin/python"
 USER = "bundle"
 UID = 10001
 DIAGNOSTICS_REPORT = "/tmp/bundle-diagnostics.json"
+# The one file time of every path bundler writes into a layer (2000-01-01): layers then
+# hold content, not the clock, so the same inputs give the same layer diff IDs.
+FILE_TIME = 946684800
+WHEELHOUSE_IN_CONTEXT = "/tmp/wheelhouse"  # the context route's copy (thrown away with its stage)
 
 
 def template_values() -> dict[str, str]:

@@ -13,7 +13,7 @@ from bundler.errors import BuildError
 
 MB = 1_000_000
 _NOP = re.compile(r"^/bin/sh -c #\(nop\)\s*")
-_RUN = re.compile(r"^/bin/sh -c\s+")
+_RUN = re.compile(r"^(?:\|\d+(?: [A-Za-z_][A-Za-z0-9_]*=\S*)* )?/bin/sh -c\s+")  # "|1 ARG=value /bin/sh -c" with build args
 
 
 @dataclass(frozen=True)

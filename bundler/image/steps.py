@@ -1,22 +1,32 @@
-"""What the engine does for a build: take a context and build it, smoke-test the new
-image in a container, remove an image that failed its checks."""
+"""What the engine does for a build: take a context and build it, tell whether an image
+exists, remove an image that failed its checks; the build output for people."""
 
 from __future__ import annotations
 
-import json
 import re
 
-from bundler.engine import gpu_run_options
 from bundler.errors import BuildError
-from bundler.image import layout
 from bundler.image.context import SentContext
-from bundler.lock.installcheck import install_check_command
-from bundler.target.bundle import Bundle
-
-SMOKE_TIMEOUT_S = 600
 
 
-def run_engine_build(engine, context: SentContext, network: bool, labels: dict, progress, no_cache: bool = False) -> str:
+class EngineBuildError(BuildError):
+    """The engine stopped a build; ``log`` holds its last output lines."""
+
+    def __init__(self, message: str, *, log: list[str], **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.log = log
+
+
+def run_engine_build(
+    engine,
+    context: SentContext,
+    progress,
+    *,
+    network_mode: str | None = "none",
+    labels: dict | None = None,
+    buildargs: dict | None = None,
+    no_cache: bool = False,
+) -> str:
     """Send the context, stream the engine's output into ``progress``; the new image ID."""
     import docker.errors
 
@@ -30,18 +40,20 @@ def run_engine_build(engine, context: SentContext, network: bool, labels: dict, 
                 forcerm=True,
                 pull=False,
                 decode=True,
-                labels=labels,
+                labels=labels or {},
+                buildargs=buildargs or {},
                 nocache=no_cache,
-                network_mode=None if network else "none",
+                network_mode=network_mode,
             )
             for event in stream:
                 if "error" in event or "errorDetail" in event:
                     message = event.get("error") or event["errorDetail"].get("message", "")
-                    raise BuildError(
+                    raise EngineBuildError(
                         f"the image build failed: {message.strip()[:600]}\nLast build output:\n  " + "\n  ".join(log[-12:]),
                         hint="Read the step above; a wheel that does not install for the Target's Python or platform means the lock "
                         "and the base image disagree (`bundler lock` for this Target, or --base with the Target's Python).",
                         value=message.strip()[:200],
+                        log=log,
                     )
                 text = event.get("stream", "")
                 if text:
@@ -61,43 +73,12 @@ def run_engine_build(engine, context: SentContext, network: bool, labels: dict, 
             hint="Check the engine's log (`journalctl -u docker`) and the disk space of its data root.",
         ) from None
     if image_id is None:
-        raise BuildError(
+        raise EngineBuildError(
             "the engine finished the build without an image ID.\nLast build output:\n  " + "\n  ".join(log[-12:]),
             hint="Run the build again; if it repeats, check the engine's log.",
+            log=log,
         )
     return engine.images.get(image_id).id
-
-
-def smoke_test(engine, image_id: str, bundle: Bundle) -> dict:
-    """Check the lock in place and the torch build inside the new image (no network)."""
-    lock_in_image = f"{layout.PROJECT}/{bundle.lock}"
-    command = install_check_command(lock_in_image, bundle.target, layout.PYTHON, ("--no-index", "--disable-pip-version-check"))
-    options, notes, gpu = gpu_run_options(bundle.target.backend)
-    if not gpu:
-        options = {}
-    container = engine.containers.create(image_id, ["/bin/sh", "-c", command], network_mode="none", **options)
-    try:
-        container.start()
-        code = int(container.wait(timeout=SMOKE_TIMEOUT_S).get("StatusCode", 1))
-        output = container.logs().decode("utf-8", errors="replace")
-    finally:
-        container.remove(force=True)
-    torch_line = next((line for line in reversed(output.strip().splitlines()) if line.startswith("{")), "")
-    result = {"ok": code == 0, "exit_code": code, "gpu_flags": gpu, "notes": notes if gpu else [], "command": command}
-    if torch_line:
-        try:
-            result.update(json.loads(torch_line))
-        except ValueError:
-            pass
-    if code != 0:
-        tail = "\n  ".join(output.strip().splitlines()[-10:])
-        raise BuildError(
-            f"the smoke test in the new image failed (exit {code}); the image was removed and nothing tagged:\n  {tail}",
-            hint="The installed packages differ from the lock or torch is not the Target's build: check the lock was made for this "
-            "Target (`bundler lock`) and the base image's Python is the Target's.",
-            value=code,
-        )
-    return result
 
 
 def image_exists(engine, reference: str) -> bool:
@@ -111,10 +92,11 @@ def image_exists(engine, reference: str) -> bool:
 
 
 def remove_image(engine, image_id: str) -> None:
+    """Remove ``image_id`` and the untagged steps that only it used (never a tagged image)."""
     import docker.errors
 
     try:
-        engine.api.remove_image(image_id, force=True, noprune=True)
+        engine.api.remove_image(image_id, force=True)
     except docker.errors.APIError:
         pass
 

@@ -1,0 +1,106 @@
+"""Shared helpers of the build tests: the CLI's JSON, images and containers, a layer scan, fake projects."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+from tests.conftest import run_cli, scaffold_project
+
+OCI = (
+    "org.opencontainers.image.revision",
+    "org.opencontainers.image.created",
+    "org.opencontainers.image.source",
+    "org.opencontainers.image.version",
+)
+BUNDLER_LABELS = ("io.bundler.target", "io.bundler.lock.sha256", "io.bundler.base.digest", "io.bundler.version", "io.bundler.deps.verdict")
+SECRETS = {
+    ".env": "API_TOKEN=sk-live-4242-secret\n",
+    "keys/id_ed25519": "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n",
+    ".netrc": "machine example.org login me password hunter2-secret\n",
+}
+SECRET_BYTES = (b"sk-live-4242-secret", b"hunter2-secret", b"b3BlbnNzaC1rZXktdjEAAAAA")
+FAKE_TARGETS = {"cuda": "12.8", "rocm": "6.4"}
+
+
+def build(project: Path, *args: str, env: dict | None = None):
+    """`bundler build PROJECT ARGS --json`: (CompletedProcess, the JSON document or {})."""
+    result = run_cli("build", str(project), *args, "--json", env=env)
+    data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+    return result, data
+
+
+def remove_tag(client, tag) -> None:
+    """Untag (and remove when nothing else uses it) an image the tests made; never a forced removal."""
+    import docker.errors
+
+    try:
+        client.images.remove(tag)
+    except docker.errors.APIError:
+        pass
+
+
+def remove_built(client, data: dict) -> None:
+    """The image a build made, then its dependency image: what a test leaves behind."""
+    for reference in (data.get("tag"), (data.get("context") or {}).get("deps_image")):
+        if reference:
+            remove_tag(client, reference)
+
+
+def run_container(client, image, command, timeout=300):
+    container = client.containers.run(image, command, network_mode="none", detach=True)
+    try:
+        code = container.wait(timeout=timeout)["StatusCode"]
+        return code, container.logs().decode(errors="replace"), container
+    except BaseException:
+        container.remove(force=True)
+        raise
+
+
+def layer_names(client, image: str) -> dict[str, list[str]]:
+    """{layer diff position: entry names} of every layer of a saved image (read as a stream)."""
+    from bundler.image.reproducible import saved_layers
+
+    layers, _ = saved_layers(client, image)
+    order = client.images.get(image).attrs["RootFS"]["Layers"]
+    return {str(order.index(diff)): [name for name, _ in entries] for diff, entries in layers.items()}
+
+
+def secrets_in_saved_image(archive: Path) -> tuple[int, list[str]]:
+    """(layers scanned, 'layer: file' for each planted secret found by name or content) in a docker save tar."""
+    found, scanned = [], 0
+    with tarfile.open(archive) as outer:
+        manifest = json.load(outer.extractfile("manifest.json"))
+        for layer in manifest[0]["Layers"]:
+            scanned += 1
+            with tarfile.open(fileobj=outer.extractfile(layer)) as inner:
+                for member in inner:
+                    if member.name.rsplit("/", 1)[-1] in (".env", "id_ed25519", ".netrc"):
+                        found.append(f"{layer}: {member.name}")
+                    elif member.isreg() and member.size < 1 << 20:
+                        data = inner.extractfile(member).read()
+                        if any(secret in data for secret in SECRET_BYTES):
+                            found.append(f"{layer}: {member.name} (content)")
+    return scanned, found
+
+
+def locked_fake_projects(root: Path, fake_index) -> dict[str, Path]:
+    """A CUDA and a ROCm project locked once against the fake index (tiny wheels with PyTorch's names)."""
+    import pytest
+
+    from bundler.lock.run import run_lock
+    from bundler.target.bundle import load_bundle
+
+    projects = {}
+    for backend, accelerator in FAKE_TARGETS.items():
+        project = scaffold_project(root / backend, backend=backend, accelerator=accelerator, torch_version="2.9.1", python_version="3.11")
+        patch = pytest.MonkeyPatch()
+        patch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
+        patch.setenv("BUNDLER_PIP_RETRIES", "0")
+        try:
+            run_lock(load_bundle(project))
+        finally:
+            patch.undo()
+        projects[backend] = project
+    return projects

@@ -19,6 +19,7 @@ def requested_target(
     cpu: bool = False,
     torch: str | None = None,
     python: str | None = None,
+    torch_index: str | None = None,
 ) -> Target:
     """bundle.toml's Target with the flags applied; the base image follows a backend change."""
     chosen = [name for name, value in (("--cuda", cuda), ("--rocm", rocm), ("--cpu", cpu)) if value]
@@ -41,6 +42,8 @@ def requested_target(
         new = replace(new, torch=torch)
     if python:
         new = replace(new, python=python)
+    if torch_index:
+        new = replace(new, torch_index=torch_index)
     validate_target(new)
     if new != old:
         new = _follow_base_image(table, old, new)

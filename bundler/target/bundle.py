@@ -14,6 +14,7 @@ passes silently)::
     torch = "2.13.0"
     python = "3.11"
     platform = "linux_x86_64"              # linux_x86_64 | linux_aarch64
+    torch_index = "pytorch"                # pytorch (download.pytorch.org/whl/<build>) | pypi
     base_image = "python:3.11-slim-bookworm"
     base_digest = ""                       # sha256:… once known (bundler build)
 
@@ -45,6 +46,7 @@ from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
 BUNDLE_FILE = "bundle.toml"
 BACKENDS = ("cuda", "rocm", "cpu")
 PLATFORMS = ("linux_x86_64", "linux_aarch64")
+TORCH_INDEXES = ("pytorch", "pypi")  # where torch comes from: PyTorch's index of the build, or PyPI
 IMPORT_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -59,10 +61,12 @@ class Target:
     platform: str = "linux_x86_64"
     base_image: str = ""
     base_digest: str = ""
+    torch_index: str = "pytorch"
 
     def describe(self) -> str:
         build = f"{self.backend} {self.accelerator}".strip()
-        return f"torch {self.torch} for {build} on Python {self.python} ({self.platform})"
+        source = " from PyPI" if self.torch_index == "pypi" else ""
+        return f"torch {self.torch}{source} for {build} on Python {self.python} ({self.platform})"
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,13 @@ def validate_target(target: Target, path: Path | None = None) -> Target:
             path=path,
             value=target.platform,
         )
+    if target.torch_index not in TORCH_INDEXES:
+        raise error(
+            f"{where}torch_index {target.torch_index!r} is not one of {', '.join(TORCH_INDEXES)}.",
+            hint='Use "pytorch" (PyTorch\'s index of the build, the default) or "pypi" (PyPI\'s own build, when it is the Target\'s).',
+            path=path,
+            value=target.torch_index,
+        )
     return target
 
 
@@ -164,7 +175,7 @@ def load_bundle(project: Path | None = None) -> Bundle:
 
 _SECTIONS = {
     "project": {"name", "package", "entry"},
-    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest"},
+    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index"},
     "build": {"lock", "size_budget_mb"},
     "diagnostics": {"memory_hook", "results_dir"},
 }
@@ -276,5 +287,7 @@ def update_target(bundle: Bundle, target: Target) -> None:
     document = tomlkit.parse(bundle.path.read_text(encoding="utf-8"))
     section = document.setdefault("target", tomlkit.table())
     for key, value in asdict(target).items():
+        if key == "torch_index" and value == "pytorch" and key not in section:
+            continue  # the default stays implicit in files written before the key existed
         section[key] = value
     atomic_write_text(bundle.path, tomlkit.dumps(document))

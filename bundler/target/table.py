@@ -84,6 +84,12 @@ class TorchBuild:
     pypi_index: str
     cuda: CudaInfo | None = None
     rocm: RocmInfo | None = None
+    source: str = "pytorch"  # pytorch: PyTorch's index of the build; pypi: PyPI's own (unlabelled) wheel
+
+    @property
+    def extra_index_urls(self) -> list[str]:
+        """The indexes after ``index_url``: PyPI for everything but torch's own packages."""
+        return [] if self.source == "pypi" else [self.pypi_index]
 
     def labelled(self, version: str) -> str:
         return f"{version}+{self.label}" if self.label else version
@@ -154,7 +160,9 @@ class CompatTable:
         """The Build for a Target; TargetError naming the valid choices when none exists."""
         release = self.release(target.torch)
         wanted = build_name(target.backend, target.accelerator)
-        if not release.has_build(target.backend, target.accelerator):
+        if target.torch_index == "pypi":
+            self._check_pypi(release, target)
+        elif not release.has_build(target.backend, target.accelerator):
             others = self.torch_versions_with(target.backend, target.accelerator)
             having = _ranges(others) if others else "no torch release in the table"
             raise TargetError(
@@ -178,8 +186,35 @@ class CompatTable:
             )
         return self._build(release, target)
 
+    def _check_pypi(self, release: Release, target) -> None:
+        """PyPI serves one build per torch release and platform: refuse any other, naming it."""
+        served = release.pypi_cuda
+        if not served:
+            raise TargetError(
+                f"the compatibility table does not say which CUDA PyPI's torch {release.torch} is built for, so it cannot be "
+                "locked from PyPI.",
+                hint="Use --torch-index pytorch (PyTorch's index of the build), or record pypi_cuda for that release in "
+                "~/.config/bundler/compat.toml after checking its wheel (`bundler compat check`).",
+                value=release.torch,
+            )
+        if target.backend == "cuda" and target.accelerator == served:
+            return
+        asked = {"cpu": "the CPU build", "cuda": f"CUDA {target.accelerator}", "rocm": f"ROCm {target.accelerator}"}[target.backend]
+        others = [v for v in self.torch_versions() if self.releases[v].pypi_cuda == target.accelerator] if target.backend == "cuda" else []
+        alternative = f" PyPI's torch is CUDA {target.accelerator} for: {_ranges(others)}." if others else ""
+        raise TargetError(
+            f"{'PyPI has no ROCm build of torch: ' if target.backend == 'rocm' else ''}PyPI's torch {release.torch} for Linux x86-64 "
+            f"is the CUDA {served} build ({cuda_tag(served)}), not {asked}.{alternative}",
+            hint=f"Lock it from PyPI with --cuda {served} --torch-index pypi, or take {asked} from PyTorch's own index with "
+            "--torch-index pytorch.",
+            value=build_name(target.backend, target.accelerator),
+        )
+
     def _build(self, release: Release, target) -> TorchBuild:
         backend, accel = target.backend, target.accelerator
+        if target.torch_index == "pypi":  # PyPI's wheels carry no local label
+            tag = cuda_tag(accel)
+            return TorchBuild(release, backend, accel, tag, "", self.pypi_index, self.pypi_index, cuda=self.cuda.get(accel), source="pypi")
         if backend == "cuda":
             tag, info = cuda_tag(accel), self.cuda.get(accel)
             return TorchBuild(release, backend, accel, tag, tag, f"{self.index_root}/{tag}", self.pypi_index, cuda=info)

@@ -189,7 +189,7 @@ def test_bundler_compat_env_row_replaces_a_shipped_row(tmp_path, monkeypatch):
     monkeypatch.setenv("BUNDLER_COMPAT", str(override))
     table = load_table()
     assert table.releases["2.9.1"].cuda == ("12.8",)
-    assert table.releases["2.9.1"].source == str(override)
+    assert table.releases["2.9.1"].file == str(override)
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bundler.errors import TargetError
-from bundler.target.versions import build_name, cuda_tag, rocm_tag, version_key
+from bundler.target.versions import RELEASE_RE, build_name, cuda_tag, rocm_tag, version_key
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,10 @@ class Release:
     confirmed: bool
     note: str = ""
     arch: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    source: str = ""
+    file: str = ""  # the table file the row was read from
+    pypi_cuda_aarch64: str = ""  # CUDA of PyPI's Linux aarch64 wheel; "cpu" for a CPU wheel, "" unknown
+    sources: tuple[str, ...] = ()  # ids of [sources]: where the row's facts come from
+    unchecked: tuple[str, ...] = ()  # fields no source could confirm
 
     def build_tags(self) -> list[str]:
         tags = [cuda_tag(v) for v in self.cuda] + [rocm_tag(v) for v in self.rocm]
@@ -64,6 +67,10 @@ class Release:
         if backend == "cpu":
             return self.cpu
         return accelerator in (self.cuda if backend == "cuda" else self.rocm)
+
+    def pypi_build(self, platform: str) -> str:
+        """The CUDA version of PyPI's own wheel for a platform ("cpu" for a CPU wheel, "" unknown)."""
+        return self.pypi_cuda if platform == "linux_x86_64" else self.pypi_cuda_aarch64
 
     def needs_setuptools(self, python: str) -> bool:
         if self.setuptools == "always":
@@ -107,7 +114,7 @@ class TorchBuild:
             "torchvision": self.labelled(self.release.torchvision),
             "torchaudio": self.labelled(self.release.torchaudio),
         }
-        if self.backend == "cuda" and self.release.triton:
+        if self.backend == "cuda" and RELEASE_RE.match(self.release.triton):  # a range (~=3.8.0) is torch's own to resolve
             pairs["triton"] = self.release.triton
         if self.backend == "rocm" and self.release.pytorch_triton_rocm:
             pairs["pytorch-triton-rocm"] = self.release.pytorch_triton_rocm
@@ -123,7 +130,8 @@ class CompatTable:
     cuda: dict[str, CudaInfo]
     rocm: dict[str, RocmInfo]
     releases: dict[str, Release]
-    sources: list[str]
+    files: list[str]  # the table files read, shipped first
+    sources: dict[str, str] = field(default_factory=dict)  # source id -> what and where it is
 
     # ----- queries ---------------------------------------------------------------
     def release(self, torch: str) -> Release:
@@ -188,32 +196,36 @@ class CompatTable:
 
     def _check_pypi(self, release: Release, target) -> None:
         """PyPI serves one build per torch release and platform: refuse any other, naming it."""
-        served = release.pypi_cuda
+        served = release.pypi_build(target.platform)
+        where = PLATFORM_NAMES.get(target.platform, target.platform)
         if not served:
             raise TargetError(
-                f"the compatibility table does not say which CUDA PyPI's torch {release.torch} is built for, so it cannot be "
+                f"the compatibility table does not say which build PyPI's torch {release.torch} for {where} is, so it cannot be "
                 "locked from PyPI.",
-                hint="Use --torch-index pytorch (PyTorch's index of the build), or record pypi_cuda for that release in "
-                "~/.config/bundler/compat.toml after checking its wheel (`bundler compat check`).",
+                hint="Use --torch-index pytorch (PyTorch's index of the build), or run `bundler compat check` and record the "
+                "release's pypi_cuda in ~/.config/bundler/compat.toml.",
                 value=release.torch,
             )
-        if target.backend == "cuda" and target.accelerator == served:
+        wanted = "cpu" if target.backend == "cpu" else target.accelerator
+        if target.backend != "rocm" and wanted == served:
             return
         asked = {"cpu": "the CPU build", "cuda": f"CUDA {target.accelerator}", "rocm": f"ROCm {target.accelerator}"}[target.backend]
-        others = [v for v in self.torch_versions() if self.releases[v].pypi_cuda == target.accelerator] if target.backend == "cuda" else []
-        alternative = f" PyPI's torch is CUDA {target.accelerator} for: {_ranges(others)}." if others else ""
+        others = [v for v in self.torch_versions() if self.releases[v].pypi_build(target.platform) == wanted]
+        alternative = (
+            f" PyPI's torch for {where} is {_pypi_name(wanted)} in: {_ranges(others)}." if others and target.backend != "rocm" else ""
+        )
+        flag = "--cpu" if served == "cpu" else f"--cuda {served}"
         raise TargetError(
-            f"{'PyPI has no ROCm build of torch: ' if target.backend == 'rocm' else ''}PyPI's torch {release.torch} for Linux x86-64 "
-            f"is the CUDA {served} build ({cuda_tag(served)}), not {asked}.{alternative}",
-            hint=f"Lock it from PyPI with --cuda {served} --torch-index pypi, or take {asked} from PyTorch's own index with "
-            "--torch-index pytorch.",
+            f"{'PyPI has no ROCm build of torch: ' if target.backend == 'rocm' else ''}PyPI's torch {release.torch} for {where} is "
+            f"{_pypi_name(served)}, not {asked}.{alternative}",
+            hint=f"Lock it from PyPI with {flag} --torch-index pypi, or take {asked} from PyTorch's own index with --torch-index pytorch.",
             value=build_name(target.backend, target.accelerator),
         )
 
     def _build(self, release: Release, target) -> TorchBuild:
         backend, accel = target.backend, target.accelerator
         if target.torch_index == "pypi":  # PyPI's wheels carry no local label
-            tag = cuda_tag(accel)
+            tag = build_name(backend, accel)
             return TorchBuild(release, backend, accel, tag, "", self.pypi_index, self.pypi_index, cuda=self.cuda.get(accel), source="pypi")
         if backend == "cuda":
             tag, info = cuda_tag(accel), self.cuda.get(accel)
@@ -237,6 +249,13 @@ class CompatTable:
 
 
 # ----- helpers of the messages -------------------------------------------------------
+PLATFORM_NAMES = {"linux_x86_64": "Linux x86-64", "linux_aarch64": "Linux aarch64"}
+
+
+def _pypi_name(build: str) -> str:
+    return "the CPU build" if build == "cpu" else f"the CUDA {build} build ({cuda_tag(build)})"
+
+
 def _flag_for(release: Release) -> str:
     if release.cuda:
         return f"cuda {release.cuda[-1]}"

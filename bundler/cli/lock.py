@@ -34,6 +34,12 @@ def register(app: typer.Typer) -> None:
                 help="Where torch comes from: PyTorch's index of the build (default), or PyPI when PyPI's build is the Target's.",
             ),
         ] = None,
+        platform: Annotated[
+            Optional[str],
+            typer.Option(
+                "--platform", metavar="linux/x86_64|linux/aarch64", help="The Target's platform (GH200/GB200 rentals are aarch64)."
+            ),
+        ] = None,
         upgrade: Annotated[
             bool, typer.Option("--upgrade", help="Resolve again from scratch, ignoring the pins of the current lock.")
         ] = False,
@@ -55,6 +61,7 @@ def register(app: typer.Typer) -> None:
             torch=torch,
             python=python,
             torch_index=torch_index,
+            platform=platform,
             upgrade=upgrade,
             dry_run=dry_run,
             say=out.say,

@@ -47,7 +47,7 @@ def hash_body(body: str, index_urls: list[str], settings: PipSettings) -> str:
         pages = dict(zip(jobs, pool.map(lambda job: project_files(job[1], job[0], settings), jobs), strict=True))
     hashes = {}
     for name, version in pins:
-        files = [f for url in index_urls for f in pages[(canonicalize_name(name), url)] if _is_version(f.filename, name, version)]
+        files = [f for url in index_urls for f in pages[(canonicalize_name(name), url)] if version_matches(f.filename, name, version)]
         if not files:
             raise LockError(
                 f"no file of {name}=={version} is listed on {', '.join(index_urls)}, although the resolver chose it.",
@@ -108,7 +108,7 @@ def _html_files(text: str, page_url: str) -> list[IndexFile]:
     return files
 
 
-def _is_version(filename: str, name: str, version: str) -> bool:
+def version_matches(filename: str, name: str, version: str) -> bool:
     try:
         if filename.endswith(".whl"):
             found, found_version, _, _ = parse_wheel_filename(filename)

@@ -81,12 +81,14 @@ def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[st
 def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolution:
     settings = host_pip_settings()
     pairs = index_map()
-    urls = [url for _, url in resolution_indexes(spec, settings, pairs)]
+    indexes = resolution_indexes(spec, settings, pairs)
+    urls = [url for _, url in indexes]
     probe_indexes(spec, settings, pairs)
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
-        if previous_body and not upgrade:  # pip-compile keeps existing pins that still fit
+        kept_pins = bool(previous_body) and not upgrade
+        if kept_pins:  # pip-compile keeps existing pins that still fit
             (work_dir / "lock.txt").write_text(previous_body, encoding="utf-8")
         started = time.monotonic()
         if spec.host_mismatch:
@@ -108,7 +110,7 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolut
             )
             code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
         if code != 0:
-            raise resolution_error(spec, log, where)
+            raise resolution_error(spec, log, where, indexes, kept_pins)
         body = hash_body((work_dir / "lock.txt").read_text(encoding="utf-8"), urls, settings)
     return Resolution(body, where, time.monotonic() - started, log)
 

@@ -59,12 +59,15 @@ def run_lock(
     torch=None,
     python=None,
     torch_index=None,
+    platform=None,
     upgrade=False,
     dry_run=False,
     say=lambda text: None,
 ) -> LockResult:
     table = load_table()
-    target = requested_target(bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, torch_index=torch_index)
+    target = requested_target(
+        bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, torch_index=torch_index, platform=platform
+    )
     spec = make_spec(bundle, target, table)
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)

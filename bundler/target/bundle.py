@@ -202,8 +202,8 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
             path=path,
             value=project["package"],
         )
-    for key in ("backend", "torch", "python"):
-        _require_str(path, "target", target_data, key)
+    for key in _SECTIONS["target"]:
+        _require_str(path, "target", target_data, key, optional=key not in ("backend", "torch", "python"))
     target = validate_target(
         Target(**{key: str(value) for key, value in target_data.items()} | {"accelerator": str(target_data.get("accelerator", ""))}),
         path,
@@ -222,10 +222,26 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         package=project["package"],
         entry=project["entry"],
         target=target,
-        lock=str(build.get("lock", "requirements-rebuild.txt")),
+        lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
         size_budget_mb=budget,
         extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
     )
+
+
+def _lock_name(root: Path, path: Path, value: object) -> str:
+    """[build] lock: a file path inside the project (the lock is written there, through no link out of it)."""
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(value).parts if isinstance(value, str) else ()
+    bad = not parts or value.startswith(("/", "~")) or "\\" in value or "\0" in value or ".." in parts or value.endswith("/")
+    if bad or not (root / value).resolve().is_relative_to(root.resolve()):
+        raise ProjectFileError(
+            f"{path}: [build] lock {value!r} is not a file path inside the project.",
+            hint='Name the lock relative to the project folder, e.g. lock = "requirements-rebuild.txt".',
+            path=path,
+            value=value if isinstance(value, str) else repr(value),
+        )
+    return value
 
 
 def _extension(path: Path, index: int, item: object) -> Extension:
@@ -265,10 +281,17 @@ def _check_keys(path: Path, section: str, table: object, allowed: set[str]) -> N
         )
 
 
-def _require_str(path: Path, section: str, table: dict, key: str) -> None:
+def _require_str(path: Path, section: str, table: dict, key: str, *, optional: bool = False) -> None:
     value = table.get(key)
-    if not isinstance(value, str) or not value.strip():
-        where = f"[{section}]" if not section.startswith("[") else section
+    where = f"[{section}]" if not section.startswith("[") else section
+    if value is not None and not isinstance(value, str):
+        raise ProjectFileError(
+            f"{path}: {where} {key} must be a string, got {value!r} ({type(value).__name__}).",
+            hint=f'Quote it: {key} = "…" in {where}.',
+            path=path,
+            value=key,
+        )
+    if not optional and (value is None or not value.strip()):
         raise ProjectFileError(
             f"{path}: {where} {key} is missing or empty.",
             hint=f'Set {key} = "…" in {where}.',

@@ -34,6 +34,7 @@ _RELEASE_KEYS = {
     "triton",
     "pytorch_triton_rocm",
     "cuda",
+    "cuda_aarch64",
     "rocm",
     "cpu",
     "pypi_cuda",
@@ -182,6 +183,7 @@ def _release(path: Path, index: int, row: object) -> Release:
         if row.get(key) and not PYPI_BUILD_RE.match(row[key]):
             raise _bad(path, where, f"{key} {row[key]!r} is not a CUDA version or cpu", 'Give e.g. "12.8", "cpu", or "" when unknown.')
     cuda = _str_list(path, where, row, "cuda", MINOR_RE, allow_empty=True)
+    cuda_aarch64 = _str_list(path, where, row, "cuda_aarch64", MINOR_RE, allow_empty=True)
     rocm = _str_list(path, where, row, "rocm", ACCELERATOR_RE, allow_empty=True)
     python = _str_list(path, where, row, "python", PYTHON_RE, allow_empty=False)
     setuptools = row.get("setuptools", "never")
@@ -193,7 +195,7 @@ def _release(path: Path, index: int, row: object) -> Release:
     if not (cuda or rocm or cpu):
         raise _bad(path, where, "lists no build at all", "List its cuda/rocm versions or set cpu = true.")
     arch_table = _table(path, f"{where} arch", row.get("arch", {}))
-    arch = {tag: _str_list(path, f"{where} arch", arch_table, tag, ARCH_RE, allow_empty=True) for tag in arch_table}
+    arch = {key: _str_list(path, f"{where} arch", arch_table, key, ARCH_RE, allow_empty=True) for key in arch_table}
     return Release(
         torch=torch,
         torchvision=row["torchvision"],
@@ -201,6 +203,7 @@ def _release(path: Path, index: int, row: object) -> Release:
         triton=row.get("triton", ""),
         pytorch_triton_rocm=row.get("pytorch_triton_rocm", ""),
         cuda=cuda,
+        cuda_aarch64=cuda_aarch64,
         rocm=rocm,
         cpu=cpu,
         pypi_cuda=row.get("pypi_cuda", ""),
@@ -219,7 +222,7 @@ def _release(path: Path, index: int, row: object) -> Release:
 def _cross_check(release: Release, cuda: dict, rocm: dict, sources: dict) -> None:
     path = Path(release.file)
     where = f"[[release]] torch {release.torch}"
-    for version in release.cuda:
+    for version in dict.fromkeys(release.cuda + release.cuda_aarch64):
         if version not in cuda:
             raise _bad(
                 path,
@@ -235,13 +238,13 @@ def _cross_check(release: Release, cuda: dict, rocm: dict, sources: dict) -> Non
     for source in release.sources:
         if source.split("@")[0] not in sources and source not in sources:
             raise _bad(path, where, f"names the source {source!r}, which [sources] does not describe", "Add it to [sources].")
-    for tag in release.arch:
-        if tag not in release.build_tags():
+    for key in release.arch:
+        if key not in release.arch_keys():
             raise _bad(
                 path,
                 where,
-                f"gives architectures for {tag}, a build this release does not list",
-                f"Builds listed: {', '.join(release.build_tags())}.",
+                f"gives architectures for {key}, a build this release does not list",
+                f"Builds listed: {', '.join(release.arch_keys())} (aarch64 builds as <tag>-aarch64).",
             )
 
 

@@ -130,17 +130,32 @@ def test_build_labels_urls_and_companions(table):
 
 
 @pytest.mark.parametrize(
-    "target, builds, versions",
+    "target, builds, suggestion, never",
     [
-        (Target("cuda", "11.8", "2.9.1", "3.11"), "cu126, cu128, cu130, rocm6.3, rocm6.4, cpu", "2.7.1"),
-        (Target("rocm", "6.4", "2.5.1", "3.11"), "cu118, cu121, cu124, rocm6.1, rocm6.2, cpu", "2.8.0, 2.9.0, 2.9.1"),
+        # the lowest build at or above the one asked: an old driver is not sent to the newest CUDA
+        (Target("cuda", "11.8", "2.9.1", "3.11"), "cu126, cu128, cu130", "--cuda 12.6", ["13.0", "rocm"]),
+        # else the highest below; a ROCm Target is never offered CUDA
+        (Target("rocm", "6.4", "2.5.1", "3.11"), "rocm6.1, rocm6.2", "--rocm 6.2", ["cuda", "cu12"]),
+        (Target("rocm", "5.0", "2.9.1", "3.11"), "rocm6.3, rocm6.4", "--rocm 6.3", ["cuda"]),
+        # an accelerator no release has: no "torch release that has cu999"
+        (Target("cuda", "99.9", "2.9.1", "3.11"), "cu126, cu128, cu130", "--cuda 13.0", ["rocm", "release that has"]),
     ],
 )
-def test_impossible_builds_name_the_valid_choices(table, target, builds, versions):
+def test_impossible_builds_suggest_the_nearest_build_of_the_same_backend(table, target, builds, suggestion, never):
     with pytest.raises(TargetError) as caught:
         table.build_for(target)
-    assert builds in caught.value.message and versions in caught.value.message
-    assert caught.value.exit_code == 4
+    error = caught.value
+    assert builds in error.message and suggestion in error.hint and error.exit_code == 4
+    assert not any(word in error.hint for word in never), error.hint
+
+
+def test_nearest_build_helper_prefers_at_or_above_then_below():
+    from bundler.target.table import _nearest_version
+
+    assert _nearest_version(["12.6", "12.8", "13.0"], "12.7") == "12.8"
+    assert _nearest_version(["12.6", "12.8", "13.0"], "12.8") == "12.8"
+    assert _nearest_version(["6.1", "6.2"], "6.4") == "6.2"
+    assert _nearest_version(["6.2.4", "6.3"], "6.2") == "6.2.4"
 
 
 def test_unknown_torch_and_python_are_refused(table):
@@ -148,7 +163,7 @@ def test_unknown_torch_and_python_are_refused(table):
         table.build_for(Target("cpu", "", "2.9.7", "3.11"))
     with pytest.raises(TargetError, match="3.8, 3.9, 3.10, 3.11"):
         table.build_for(Target("cpu", "", "2.1.0", "3.13"))
-    with pytest.raises(TargetError, match="linux_x86_64 only"):
+    with pytest.raises(TargetError, match="no ROCm build of torch for Linux aarch64"):
         table.build_for(Target("rocm", "6.4", "2.9.1", "3.11", platform="linux_aarch64"))
 
 
@@ -189,7 +204,7 @@ def test_bundler_compat_env_row_replaces_a_shipped_row(tmp_path, monkeypatch):
     monkeypatch.setenv("BUNDLER_COMPAT", str(override))
     table = load_table()
     assert table.releases["2.9.1"].cuda == ("12.8",)
-    assert table.releases["2.9.1"].source == str(override)
+    assert table.releases["2.9.1"].file == str(override)
 
 
 @pytest.mark.parametrize(

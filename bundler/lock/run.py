@@ -51,10 +51,23 @@ class LockResult:
 
 
 def run_lock(
-    bundle: Bundle, *, cuda=None, rocm=None, cpu=False, torch=None, python=None, upgrade=False, dry_run=False, say=lambda text: None
+    bundle: Bundle,
+    *,
+    cuda=None,
+    rocm=None,
+    cpu=False,
+    torch=None,
+    python=None,
+    torch_index=None,
+    platform=None,
+    upgrade=False,
+    dry_run=False,
+    say=lambda text: None,
 ) -> LockResult:
     table = load_table()
-    target = requested_target(bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python)
+    target = requested_target(
+        bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, torch_index=torch_index, platform=platform
+    )
     spec = make_spec(bundle, target, table)
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)
@@ -71,11 +84,16 @@ def run_lock(
         say(f"{spec.lock_path.name} is up to date for {target.describe()} (input hash and body hash match); nothing to resolve.")
         return LockResult(spec, "unchanged", spec.lock_path)
     previous = None
-    same_build = state.header is not None and state.header.build == spec.build.tag and state.header.target.get("python") == target.python
+    old = state.header
+    same_build = old is not None and (old.build, old.torch_index, old.target.get("python")) == (
+        spec.build.tag,
+        spec.build.source,
+        target.python,
+    )
     if state.status in ("fresh", "stale") and same_build:
         previous = lock.install_body
     say(
-        f"Resolving {target.describe()} against {spec.index_url} + {', '.join(spec.extra_index_urls)}"
+        f"Resolving {target.describe()} against {' + '.join([spec.index_url, *spec.extra_index_urls])}"
         + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else " on this host")
         + " …"
     )

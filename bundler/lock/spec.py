@@ -46,6 +46,7 @@ class LockSpec:
         return {
             "target": target_fields(self.target) | {"base_image": self.target.base_image, "base_digest": self.target.base_digest},
             "build": build.tag,
+            "torch_index": build.source,
             "index_url": self.index_url,
             "extra_index_urls": self.extra_index_urls,
             "pins": [f"{name}=={version}" for name, version in self.pins.items()],
@@ -86,7 +87,7 @@ def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None) 
         compiled_input=compiled,
         pins=pins,
         index_url=build.index_url,
-        extra_index_urls=[build.pypi_index],
+        extra_index_urls=build.extra_index_urls,
         base_images=table.base_images(build, target.python),
         input_sha256=input_hash(text, target),
         needs_setuptools=build.release.needs_setuptools(target.python),

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 
-RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")  # torch 2.9.1
-MINOR_RE = re.compile(r"^\d+\.\d+$")  # CUDA 12.8
-ACCELERATOR_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")  # CUDA 12.8, ROCm 6.2.4
-PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
+# ASCII digits only (re.ASCII): "１２.８" is not a version, and would name no index
+RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$", re.ASCII)  # torch 2.9.1
+MINOR_RE = re.compile(r"^\d+\.\d+$", re.ASCII)  # CUDA 12.8
+ACCELERATOR_RE = re.compile(r"^\d+\.\d+(\.\d+)?$", re.ASCII)  # CUDA 12.8, ROCm 6.2.4
+PYTHON_RE = re.compile(r"^3\.\d{1,2}$", re.ASCII)
 
 
 def version_key(version: str) -> tuple[int, ...]:

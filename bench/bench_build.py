@@ -1,19 +1,33 @@
-"""Figures for `bundler build`, measured side by side in one run on the same project and base.
+"""Figures for `bundler build`, measured side by side in one run on the same wheels and base.
 
-The example project (real CPU torch 2.13.0, locked against a local copy of PyTorch's
-CPU index + PyPI) is built by bundler and by a naive Dockerfile (`COPY . /app` then
-`pip install -r requirements`, wheels from the same wheelhouse since builds are offline):
-cold build, code-only rebuild, image size against base + site-packages, context size
-against wheelhouse + project sources. Prints figures and ratios; never pass/fail.
+For each example — ``cpu`` (real torch 2.13.0+cpu from a local copy of PyTorch's CPU
+index) and ``cuda`` (PyPI's own CUDA build of torch 2.9.1, cu128, locked with
+``--torch-index pypi``: ~4 GB of wheels) — bundler and a naive Dockerfile (`COPY . /app`
+with the wheels, then `pip install -r`) are built on the same base from the same wheels:
 
-    python bench/bench_build.py [--base IMAGE]   (default: the tests' bundler-test/bookworm-python3.11:1)
+- the wheels downloaded into an empty shared cache (seconds, bytes);
+- cold build (no layer cache, no dependency image), code-only rebuild, and a second
+  project with the same lock built cold on the same engine;
+- image size against base + site-packages and against naive; bytes sent to the engine
+  (context) and served over loopback;
+- reproducibility: bundler's own images removed, a second cold build, layer diff IDs
+  and labels compared;
+- hand-off: `--export` (peak RSS of the exporting process, bytes, sha256 beside it) and
+  `--push` to a loopback registry twice, the second after a code-only change (layers
+  and bytes the registry received).
+
+Prints figures and ratios; never pass/fail. Removes every image, file and registry it made.
+
+    python bench/bench_build.py [--example cpu|cuda|both] [--base IMAGE]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,13 +35,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+CPU_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 NAIVE = """\
 FROM {base}
 COPY . /app
 WORKDIR /app
 RUN python3.11 -m venv /opt/venv && /opt/venv/bin/pip install --no-index --find-links /app/wheels --no-cache-dir -r requirements.txt
 ENV PYTHONPATH=/app/src
+"""
+MB = 1e6
+EXPORT = """\
+import sys
+from pathlib import Path
+from bundler import engine
+from bundler.image.handoff import export
+result = export(engine.client(), sys.argv[1], Path(sys.argv[2]), names=[sys.argv[1]])
+print(result.size, result.sha256)
 """
 
 
@@ -37,100 +60,224 @@ def timed(function, *args, **kwargs):
     return value, time.monotonic() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base", default="bundler-test/bookworm-python3.11:1")
-    args = parser.parse_args()
-    from bundler import engine as engines
-    from bundler.image import build as builder
-    from bundler.image import wheelhouse
-    from bundler.lock.lockfile import requirements_body, split_lock
+class EngineClock:
+    """Seconds spent in the engine's build calls (the rest of a build is bundler's own work)."""
+
+    def __init__(self) -> None:
+        from bundler.image import build, deps
+
+        self.seconds = 0.0
+        self.modules = (build, deps)
+        self.original = build.run_engine_build
+        for module in self.modules:
+            module.run_engine_build = self._timed
+
+    def _timed(self, *args, **kwargs):
+        value, seconds = timed(self.original, *args, **kwargs)
+        self.seconds += seconds
+        return value
+
+    def take(self) -> float:
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in Path(folder).rglob("*") if path.is_file())
+
+
+def change_code(project: Path, mark: str) -> None:
+    model = next((project / "src").rglob("model.py"))
+    model.write_text(model.read_text() + f"\n# code-only change {mark}\n")
+
+
+def remove(client, *references) -> None:
+    import docker.errors
+
+    for reference in references:
+        try:
+            client.images.remove(reference, force=True)
+        except docker.errors.APIError:
+            pass
+
+
+def site_packages_bytes(client, tag: str) -> int:
+    out = client.containers.run(
+        tag, ["du", "-sb", "/opt/venv/lib/python3.11/site-packages"], remove=True, network_mode="none", entrypoint=[]
+    )
+    return int(out.split()[0])
+
+
+def export_rss(work: Path, tag: str) -> tuple[int, int, float]:
+    """(bytes, peak RSS of the exporting process, seconds): bundler's export in a process of its own."""
+    dest = work / "export.tar"
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-c", EXPORT, tag, str(dest)], stdout=subprocess.PIPE, cwd=Path(__file__).parents[1])
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.monotonic() - started
+    size = int(process.stdout.read().split()[0]) if status == 0 else 0
+    assert (work / "export.tar.sha256").read_text().split()[1] == "export.tar"
+    dest.unlink()
+    (work / "export.tar.sha256").unlink()
+    return size, usage.ru_maxrss * 1024, seconds
+
+
+def push_twice(project: Path, builder, bundle_for, base: str, work: Path, client) -> dict:
+    """Push, change code, rebuild, push again: what the registry received each time."""
+    from tests.registry import running_registry
+
+    figures = {}
+    with running_registry(work / "registry") as address:
+        storage = work / "registry" / "storage"
+        reference = f"{address}/bench/example:1"
+        result, seconds = timed(builder.run_build, bundle_for(project), base=base, tag="bench/bundler:push", push=reference)
+        figures["first"] = (result.push, seconds, folder_bytes(storage))
+        change_code(project, "push")
+        result, seconds = timed(builder.run_build, bundle_for(project), base=base, tag="bench/bundler:push", push=reference)
+        figures["second"] = (result.push, seconds, folder_bytes(storage) - figures["first"][2])
+        remove(client, reference, "bench/bundler:push")
+    return figures
+
+
+def naive_build(client, project: Path, wheels: list, body: str, base: str, work: Path) -> dict:
+    naive = work / "naive"
+    shutil.copytree(project, naive, ignore=shutil.ignore_patterns("runs"))
+    (naive / "wheels").mkdir()
+    for wheel in wheels:
+        os.link(wheel.path, naive / "wheels" / wheel.filename)  # the same files, not a copy
+    (naive / "requirements.txt").write_text(body)
+    (naive / "Dockerfile").write_text(NAIVE.format(base=base))
+    figures = {"context": folder_bytes(naive)}
+    (image, _), figures["cold"] = timed(
+        client.images.build, path=str(naive), tag="bench/naive:1", rm=True, network_mode="none", nocache=True
+    )
+    change_code(naive, "naive")
+    (image, _), figures["rebuild"] = timed(client.images.build, path=str(naive), tag="bench/naive:2", rm=True, network_mode="none")
+    figures["size"] = image.attrs["Size"]
+    remove(client, "bench/naive:1", "bench/naive:2")
+    shutil.rmtree(naive)
+    return figures
+
+
+def example_project(kind: str, work: Path, name: str = "example") -> Path:
     from bundler.lock.run import run_lock
     from bundler.target.bundle import load_bundle
     from tests.conftest import scaffold_project
     from tests.fakeindex import real_torch_index
 
-    work = Path(tempfile.mkdtemp(prefix="bench-build-"))
-    os.environ.setdefault("BUNDLER_CACHE_DIR", str(work / "cache"))
-    os.environ["BUNDLER_INDEX_MAP"] = "https://download.pytorch.org/whl=" + real_torch_index(work / "torchindex", WHEEL)
+    if kind == "cpu":
+        os.environ["BUNDLER_INDEX_MAP"] = "https://download.pytorch.org/whl=" + real_torch_index(work / "torchindex", CPU_WHEEL)
+        project = scaffold_project(work / name)
+        run_lock(load_bundle(project), cpu=True)
+    else:
+        project = scaffold_project(work / name, backend="cuda", accelerator="12.8", torch_version="2.9.1", python_version="3.11")
+        run_lock(load_bundle(project), cuda="12.8", torch="2.9.1", torch_index="pypi")
+    return project
+
+
+def twin_of(project: Path, work: Path) -> Path:
+    """A second project (another name and code) with the same lock."""
+    twin = shutil.copytree(project, work / "twin", ignore=shutil.ignore_patterns("runs"))
+    (twin / "bundle.toml").write_text((twin / "bundle.toml").read_text().replace('name = "Example"', 'name = "Twin"'))
+    change_code(twin, "twin")
+    return twin
+
+
+def measure(kind: str, base: str, work: Path) -> None:
+    from bundler import engine as engines
+    from bundler.image import build as builder
+    from bundler.image import wheelhouse
+    from bundler.lock.lockfile import fresh_lock
+    from bundler.target.bundle import load_bundle
+
     client = engines.client()
-    project = scaffold_project(work / "example")
-    _, lock_s = timed(run_lock, load_bundle(project), cpu=True)
+    os.environ["BUNDLER_CACHE_DIR"] = str(work / "cache")  # an empty shared cache
+    project, lock_s = timed(example_project, kind, work)
     bundle = load_bundle(project)
-    wheels, download_s = timed(wheelhouse.gather, bundle.lock_path, bundle.target)
-    engine_seconds = []
-    original = builder.run_engine_build
+    lock = fresh_lock(bundle)
+    wheels, download_s = timed(wheelhouse.gather, lock, bundle.target, verify=False)
+    clock = EngineClock()
+    cold, cold_s = timed(builder.run_build, bundle, base=base, tag="bench/bundler:cold", no_cache=True)
+    cold_engine = clock.take()
+    first = client.images.get(cold.image_id)
+    # reproducibility: bundler's own images removed (nobody else's), the same inputs built cold again
+    remove(client, "bench/bundler:cold", cold.built.deps.reference)
+    again, again_s = timed(builder.run_build, load_bundle(project), base=base, tag="bench/bundler:again", no_cache=True)
+    clock.take()
+    second = client.images.get(again.image_id)
+    layers_first, layers_second = first.attrs["RootFS"]["Layers"], second.attrs["RootFS"]["Layers"]
+    same_layers = [a == b for a, b in zip(layers_first, layers_second, strict=True)]
+    same_labels = first.labels == second.labels
+    change_code(project, "1")
+    warm, warm_s = timed(builder.run_build, load_bundle(project), base=base, tag="bench/bundler:warm")
+    warm_engine = clock.take()
+    twin = twin_of(project, work)
+    other, other_s = timed(builder.run_build, load_bundle(twin), base=base, tag="bench/bundler:twin")
+    base_bytes = client.images.get(base).attrs["Size"]
+    site = site_packages_bytes(client, warm.tag)
+    export_bytes, export_peak, export_s = export_rss(work, warm.tag)
+    pushes = push_twice(project, builder, load_bundle, base, work, client)
+    remove(client, "bench/bundler:again", "bench/bundler:warm", "bench/bundler:twin", warm.built.deps.reference)
+    naive = naive_build(client, project, wheels, lock.install_body, base, work)
 
-    def engine_step(*a, **k):
-        value, seconds = timed(original, *a, **k)
-        engine_seconds.append(seconds)
-        return value
+    print(f"\n== {kind}: {bundle.target.describe()}, base {base} ({base_bytes / MB:.1f} MB) ==")
+    print(
+        f"lock {lock_s:.1f} s; {len(wheels)} wheels, {sum(w.size for w in wheels) / MB:.1f} MB downloaded into an empty cache "
+        f"in {download_s:.1f} s (a second project reuses them: 0 bytes downloaded)"
+    )
+    print(
+        f"cold build          bundler {cold_s:7.1f} s (engine {cold_engine:.1f} s)   naive {naive['cold']:7.1f} s   "
+        f"bundler/naive {cold_s / naive['cold']:.2f} (target <= 1.0); again after emptying: {again_s:.1f} s"
+    )
+    print(
+        f"code-only rebuild   bundler {warm_s:7.2f} s (engine {warm_engine:.2f} s)   naive {naive['rebuild']:7.1f} s   "
+        f"naive/bundler {naive['rebuild'] / warm_s:.1f}x (target >= 50x)"
+    )
+    print(
+        f"second project, same lock, cold: {other_s:.2f} s = {other_s / warm_s:.2f} x the code-only rebuild (target <= 2); "
+        f"dependency image reused: {other.built.deps.reused}"
+    )
+    ours = warm.size.total
+    floor = base_bytes + site
+    print(
+        f"image size          bundler {ours / MB:7.1f} MB   naive {naive['size'] / MB:7.1f} MB   base + site-packages {floor / MB:.1f} MB"
+    )
+    print(f"  bundler / (base + site-packages)      {ours / (base_bytes + site):6.3f}   (target <= 1.05; the CUDA image aims at <= 1.02)")
+    print(f"  bundler / naive                       {ours / naive['size']:6.3f}")
+    deps = cold.built.deps
+    print(
+        f"sent to the engine  bundler cold {(deps.context_bytes + cold.built.context_bytes) / MB:.3f} MB (dependency Dockerfile "
+        f"{deps.context_bytes / 1e3:.1f} kB + project {cold.built.context_bytes / MB:.3f} MB), {deps.served_bytes / MB:.1f} MB served over "
+        f"loopback (route: {deps.route}); code-only rebuild {warm.built.context_bytes / MB:.3f} MB; naive {naive['context'] / MB:.1f} MB"
+    )
+    print(
+        f"reproducible        two cold builds, engine emptied of bundler's images in between: layers the same {same_layers} "
+        f"({sum(same_layers)}/{len(same_layers)}), labels the same: {same_labels}"
+    )
+    peak = f"peak RSS of the exporting process {export_peak / MB:.1f} MB (target <= 200)"
+    print(f"export              {export_bytes / MB:.1f} MB in {export_s:.1f} s, {peak}")
+    for which in ("first", "second"):
+        push, seconds, received = pushes[which]
+        print(
+            f"push ({which:6})       {seconds:.1f} s with its build; layers sent {push['layers_sent']}, "
+            f"already there {push['layers_present']}, "
+            f"{push['bytes_sent'] / MB:.1f} MB by the engine's count; the registry received {received / MB:.1f} MB"
+        )
 
-    builder.run_engine_build = engine_step
-    cold, cold_s = timed(builder.run_build, bundle, base=args.base, tag="bench/bundler:cold", no_cache=True)  # cold: no layer cache
-    cold_engine = sum(engine_seconds)
-    model = next((project / "src").rglob("model.py"))
-    model.write_text(model.read_text() + "\n# code-only change 1\n")
-    engine_seconds.clear()
-    warm, warm_s = timed(builder.run_build, load_bundle(project), base=args.base, tag="bench/bundler:warm")
-    warm_engine = sum(engine_seconds)
 
-    # the naive Dockerfile, same project, same base, same wheels
-    naive_dir = work / "naive"
-    shutil.copytree(project, naive_dir, ignore=shutil.ignore_patterns("runs"))
-    (naive_dir / "wheels").mkdir()
-    for wheel in wheels:
-        shutil.copy(wheel.path, naive_dir / "wheels" / wheel.filename)
-    (naive_dir / "requirements.txt").write_text(requirements_body(split_lock(bundle.lock_path.read_text())[1]))
-    (naive_dir / "Dockerfile").write_text(NAIVE.format(base=args.base))
-    (naive_cold, _), naive_cold_s = timed(
-        client.images.build, path=str(naive_dir), tag="bench/naive:1", rm=True, network_mode="none", nocache=True
-    )
-    naive_model = next((naive_dir / "src").rglob("model.py"))
-    naive_model.write_text(naive_model.read_text() + "\n# code-only change 1\n")
-    (naive_warm, _), naive_warm_s = timed(client.images.build, path=str(naive_dir), tag="bench/naive:2", rm=True, network_mode="none")
-
-    base_size = client.images.get(args.base).attrs["Size"]
-    site = client.containers.run(warm.tag, ["du", "-sb", "/opt/venv/lib/python3.11/site-packages"], remove=True, network_mode="none")
-    site_bytes = int(site.split()[0])
-    ours, naive_size = warm.size.total, naive_warm.attrs["Size"]
-    project_bytes = warm.project_bytes
-    naive_context = sum(p.stat().st_size for p in naive_dir.rglob("*") if p.is_file())
-    mb = 1e6
-    print(
-        f"project: example (torch 2.13.0+cpu), base {args.base} ({base_size / mb:.1f} MB); lock {lock_s:.1f} s, wheel download "
-        f"{download_s:.1f} s"
-    )
-    print(f"cold build          bundler {cold_s:7.1f} s (engine {cold_engine:.1f} s)   naive {naive_cold_s:7.1f} s")
-    print(
-        f"code-only rebuild   bundler {warm_s:7.1f} s (engine {warm_engine:.1f} s, the rest is the smoke test)   naive "
-        f"{naive_warm_s:7.1f} s"
-    )
-    print(f"  rebuild / cold (bundler)              {warm_s / cold_s:6.1%}   (target <= 10%)")
-    print(
-        f"  naive rebuild / bundler rebuild       {naive_warm_s / warm_s:6.1f}x  (engine step alone: {naive_warm_s / warm_engine:.1f}x; "
-        "target >= 10x)"
-    )
-    print(
-        f"image size          bundler {ours / mb:7.1f} MB   naive {naive_size / mb:7.1f} MB   base + site-packages "
-        f"{(base_size + site_bytes) / mb:.1f} MB"
-    )
-    print(f"  bundler / (base + site-packages)      {ours / (base_size + site_bytes):6.3f}   (target <= 1.05)")
-    print(f"  bundler / naive                       {ours / naive_size:6.3f}   (target <= 1)")
-    print(
-        f"context sent        bundler cold {cold.context_bytes / mb:.2f} MB (dependency image "
-        f"{cold.deps.get('deps_context_bytes', 0) / mb:.2f} MB + project "
-        f"{(cold.context_bytes - cold.deps.get('deps_context_bytes', 0)) / mb:.2f} MB), rebuild {warm.context_bytes / mb:.2f} MB; naive "
-        f"{naive_context / mb:.2f} MB"
-    )
-    print(
-        f"  wheelhouse {cold.wheelhouse_bytes / mb:.2f} MB + project sources {project_bytes / mb:.2f} MB = "
-        f"{(cold.wheelhouse_bytes + project_bytes) / mb:.2f} MB;"
-        f" cold context / that = {cold.context_bytes / (cold.wheelhouse_bytes + project_bytes):.4f} (tar headers are the difference)"
-    )
-    for tag in ("bench/bundler:cold", "bench/bundler:warm", "bench/naive:1", "bench/naive:2"):
-        client.images.remove(tag, noprune=False, force=True)
-    shutil.rmtree(work, ignore_errors=True)
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--example", choices=("cpu", "cuda", "both"), default="both")
+    parser.add_argument("--base", default="bundler-test/bookworm-python3.11:1")
+    args = parser.parse_args()
+    for kind in ("cpu", "cuda") if args.example == "both" else (args.example,):
+        work = Path(tempfile.mkdtemp(prefix=f"bench-build-{kind}-"))
+        try:
+            measure(kind, args.base, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"\n(peak RSS of this benchmark process: {peak / MB:.0f} MB)")
 
 
 if __name__ == "__main__":

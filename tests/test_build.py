@@ -62,7 +62,7 @@ def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
     tag = f"bundler-test/fake-{backend}:1"
-    archive = tmp_path / "image.tar"
+    archive = tmp_path / "my image.tar"  # a name the printed command must quote
     result, data = build(project, "--base", debian_python_image, "--tag", tag, "--export", str(archive), env=fake_project.env)
     fake_project.built(data)
     try:
@@ -86,8 +86,9 @@ def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(
         assert not [name for position, layer in names.items() if position != "0" for name in layer if name.endswith(".whl")]
         # the export: whole, hashed, with the command to load it
         assert data["export"]["sha256"] == hashlib.sha256(archive.read_bytes()).hexdigest()
-        assert (tmp_path / "image.tar.sha256").read_text() == f"{data['export']['sha256']}  image.tar\n"
-        assert "docker load -i image.tar" in result.stderr and not (tmp_path / "image.tar.partial").exists()
+        assert (tmp_path / "my image.tar.sha256").read_text() == f"{data['export']['sha256']}  my image.tar\n"
+        assert "sha256sum -c 'my image.tar.sha256' && docker load -i 'my image.tar'" in result.stderr
+        assert not (tmp_path / "my image.tar.partial").exists()
         scanned, found = secrets_in_saved_image(archive)
         assert scanned == 6 and found == []
     finally:
@@ -123,6 +124,29 @@ def test_a_code_change_rebuilds_one_layer_and_a_second_project_reuses_the_checke
     finally:
         remove_tag(docker_client, tag)
         remove_tag(docker_client, other)
+        remove_tag(docker_client, before["image_id"])  # replaced by the rebuild: left untagged
+
+
+def test_a_second_push_after_a_code_change_sends_one_layer(fake_project, docker_client, debian_python_image, tmp_path):
+    project = fake_project("cuda")
+    tag = "bundler-test/fake-push:1"
+    with running_registry(tmp_path / "registry") as address:
+        reference = f"{address}/team/push:1"
+        try:
+            first, data = build(project, "--base", debian_python_image, "--tag", tag, "--push", reference, env=fake_project.env)
+            assert first.returncode == 0, first.stderr[-3000:]
+            fake_project.built(data)
+            assert (data["push"]["layers_sent"], data["push"]["layers_present"]) == (6, 0)
+            model = next((project / "src").rglob("model.py"))
+            model.write_text(model.read_text() + "\n# a code-only change\n")
+            second, again = build(project, "--base", debian_python_image, "--tag", tag, "--push", reference, env=fake_project.env)
+            assert second.returncode == 0, second.stderr[-3000:]
+            assert (again["push"]["layers_sent"], again["push"]["layers_present"]) == (1, 5)
+            assert 0 < again["push"]["bytes_sent"] < data["push"]["bytes_sent"] / 100
+        finally:
+            remove_tag(docker_client, reference)
+            remove_tag(docker_client, tag)
+            remove_tag(docker_client, data["image_id"])  # replaced by the rebuild: left untagged
 
 
 def test_a_tampered_cached_wheel_fails_the_build_naming_it(fake_project, docker_client, debian_python_image):

@@ -28,8 +28,9 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 def cpu_image(tmp_path_factory, docker_client, debian_python_image, cpu_torch_wheel):
     root = tmp_path_factory.mktemp("cpu")
     index = real_torch_index(root / "torchindex", cpu_torch_wheel)
-    patch = pytest.MonkeyPatch()
+    patch = pytest.MonkeyPatch()  # session fixtures come before the per-test environment of conftest
     patch.setenv("BUNDLER_INDEX_MAP", f"https://download.pytorch.org/whl={index}")
+    patch.setenv("BUNDLER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "bundler-cache"))
     project = scaffold_project(root / "example")
     run_lock(load_bundle(project), cpu=True)
     tag = "bundler-test/example-cpu:session"

@@ -29,6 +29,20 @@ from bundler.lock.installcheck import torch_build_check
 CHECK_TIMEOUT_S = 900
 # Provided by the GPU driver on the rented machine, never by a wheel: ldd may not find them here.
 DRIVER_LIBRARIES = ("libcuda.so", "libnvidia-", "libnvcuvid.so")
+# A multi-node fabric's own stack (RDMA verbs, MPI, PMIx, OpenSHMEM, libfabric, UCX): only the
+# transport plugins of cuFile and NVSHMEM link them, and are loaded only where that fabric is
+# set up. A library missing only these is reported under "fabric_only", not failed.
+FABRIC_LIBRARIES = (
+    "libibverbs.so",
+    "librdmacm.so",
+    "libmlx5.so",
+    "libmpi.so",
+    "libpmix.so",
+    "liboshmem.so",
+    "libfabric.so",
+    "libucs.so",
+    "libucp.so",
+)
 CUDA_LOADS = ("libcudart", "libcublas", "libcudnn")
 
 
@@ -42,21 +56,24 @@ class Check:
 
 
 def libraries_check(backend: str) -> str:
-    """Python run in the image: ldd every shared library of torch and the nvidia wheels; for a real
-    CUDA build (torch/lib/libtorch_cuda.so present) load libcudart, libcublas and libcudnn."""
+    """Python run in the image: ldd every shared library of torch and the nvidia wheels (a library
+    missing only a fabric's stack is listed apart); for a real CUDA build (torch/lib/libtorch_cuda.so
+    present) load libcudart, libcublas and libcudnn."""
     loads = list(CUDA_LOADS) if backend == "cuda" else []
     return (
         "import ctypes, glob, json, os, subprocess, sys, sysconfig\n"
         "site = sysconfig.get_paths()['purelib']\n"
         f"driver = {list(DRIVER_LIBRARIES)!r}\n"
+        f"fabric = {list(FABRIC_LIBRARIES)!r}\n"
         "folders = [os.path.join(site, 'torch', 'lib')] + sorted(glob.glob(os.path.join(site, 'nvidia', '*', 'lib')))\n"
         "libraries = sorted(p for f in folders for p in glob.glob(os.path.join(f, '*.so*')) if os.path.isfile(p))\n"
-        "missing = {}\n"
+        "missing, fabric_only = {}, {}\n"
         "for path in libraries:\n"
         "    out = subprocess.run(['ldd', path], capture_output=True, text=True).stdout\n"
         "    lost = [l.split()[0] for l in out.splitlines() if 'not found' in l and not any(d in l for d in driver)]\n"
         "    if lost:\n"
-        "        missing[os.path.relpath(path, site)] = lost\n"
+        "        name = os.path.relpath(path, site)\n"
+        "        (fabric_only if all(any(f in l for f in fabric) for l in lost) else missing)[name] = lost\n"
         "real = os.path.exists(os.path.join(site, 'torch', 'lib', 'libtorch_cuda.so'))\n"
         f"asked = {loads!r}\n"
         "wanted = asked if real else []\n"
@@ -68,7 +85,8 @@ def libraries_check(backend: str) -> str:
         "        loaded.append(os.path.basename(found[0]))\n"
         "    except (IndexError, OSError) as error:\n"
         "        failed[stem] = str(error) if found else 'not installed'\n"
-        "finding = {'libraries': len(libraries), 'unresolved': missing, 'loaded': loaded, 'load_failures': failed}\n"
+        "finding = {'libraries': len(libraries), 'unresolved': missing, 'fabric_only': fabric_only, 'loaded': loaded,\n"
+        "           'load_failures': failed}\n"
         "if asked and not real:\n"
         "    finding['note'] = 'torch/lib holds no libtorch_cuda.so (a stand-in torch): nothing to load'\n"
         "print(json.dumps(finding, sort_keys=True))\n"

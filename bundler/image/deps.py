@@ -37,7 +37,7 @@ from bundler.image.context import write_deps_context, write_dockerfile_context
 from bundler.image.dockerfile import ROUTES, Dockerfiles, label_instruction
 from bundler.image.labels import DEPS_LABEL, PINS_LABEL, VERDICT_LABEL
 from bundler.image.serve import WheelhouseServer
-from bundler.image.steps import EngineBuildError, Progress, run_engine_build
+from bundler.image.steps import EngineBuildError, Progress, remove_image, run_engine_build
 from bundler.lock.lockfile import Lock
 
 DEPS_REPOSITORY = "bundler/deps"
@@ -120,7 +120,7 @@ def reusable(engine, reference: str) -> dict | None:
 
 
 def dependency_image(
-    engine, bundle, lock: Lock, dockerfiles: Dockerfiles, base_image, work: Path, *, no_cache=False, reference=None, say=print
+    engine, bundle, lock: Lock, dockerfiles: Dockerfiles, base_image, work: Path, *, no_cache=False, reference=None, say=lambda text: None
 ) -> DepsImage:
     """The checked dependency image for ``lock`` on ``base_image``: reused, or made now."""
     started = time.monotonic()
@@ -131,10 +131,25 @@ def dependency_image(
     if verdict is not None:
         say(f"Dependency image {reference} is up to date and checked (same base image, pins and checks): nothing is sent or run.")
         return DepsImage(reference, engine.images.get(reference).id, key, True, verdict)
+    made = _install(engine, bundle, lock, dockerfiles, DepsImage(reference, "", key, False, {}), work, no_cache, say)
+    unchecked = made.image_id
+    try:
+        _check_and_label(engine, made, lock, checks, work, say)
+    except BaseException:
+        remove_image(engine, unchecked)  # an image that failed its checks is never kept (it may be GBs)
+        raise
+    repository, version = reference.rsplit(":", 1)
+    engine.api.tag(made.image_id, repository, version, force=True)
+    made.seconds = time.monotonic() - started
+    return made
+
+
+def _install(engine, bundle, lock: Lock, dockerfiles: Dockerfiles, made: DepsImage, work: Path, no_cache: bool, say) -> DepsImage:
+    """The locked packages installed into a new (unchecked) image, by the loopback or the context route."""
     route, why = choose_route(engine)
     sources = {extension.name for extension in bundle.extensions if extension.compile}
     wheels = wheelhouse.gather(lock, bundle.target, sources=sources, verify=route == "context", say=say)
-    made = DepsImage(reference, "", key, False, {}, wheelhouse_bytes=sum(w.size for w in wheels))
+    made.wheelhouse_bytes = sum(wheel.size for wheel in wheels)
     if route == "loopback":
         try:
             made.image_id = _loopback_build(engine, dockerfiles, lock, wheels, work, made, no_cache, say)
@@ -145,17 +160,18 @@ def dependency_image(
     if route == "context":
         made.image_id = _context_build(engine, dockerfiles, lock, wheels, work, made, no_cache, say)
     made.route, made.route_note = route, why
+    return made
+
+
+def _check_and_label(engine, made: DepsImage, lock: Lock, checks: list[Check], work: Path, say) -> None:
+    """Run the checks in the new image, then record their verdict, the key and the pins as labels (no layer)."""
     say(f"Checking the new dependency image: {', '.join(check.name for check in checks)}…")
     results = run_dependency_checks(engine, made.image_id, checks)
     made.verdict = {"ok": True, "install": INSTALL_NOTE, "checks": results, "pins_sha256": pins_sha256(lock), "bundler": __version__}
-    labels = {DEPS_LABEL: key, PINS_LABEL: pins_sha256(lock), VERDICT_LABEL: json.dumps(made.verdict, sort_keys=True)}
+    labels = {DEPS_LABEL: made.key, PINS_LABEL: pins_sha256(lock), VERDICT_LABEL: json.dumps(made.verdict, sort_keys=True)}
     context = write_dockerfile_context(f"FROM {made.image_id}\n{label_instruction(labels)}\n", work / "label.tar")
     with Progress() as progress:
         made.image_id = run_engine_build(engine, context, progress)
-    repository, version = reference.rsplit(":", 1)
-    engine.api.tag(made.image_id, repository, version, force=True)
-    made.seconds = time.monotonic() - started
-    return made
 
 
 class _LoopbackUnreachable(Exception):

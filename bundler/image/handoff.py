@@ -1,11 +1,13 @@
 """Getting a built image to the rented box: `--export FILE.tar` and `--push REF`.
 
-Export streams `docker save` into ``FILE.tar.partial`` while hashing it, writes
-``FILE.tar.sha256`` (sha256sum format) and only then renames the tar into place; any
-write error (a full disk above all) removes the partial file and is a BuildError, so a
-FILE.tar that exists is always whole. Push tags the image as REF and pushes it; an
-error anywhere in the engine's push stream is a BuildError and the tag made for the
-push is removed again.
+Export streams `docker save` into ``FILE.tar.partial`` in 4 MiB chunks while hashing it
+(memory stays flat whatever the image's size), writes ``FILE.tar.sha256`` (sha256sum
+format) and only then renames the tar into place; any write error (a full disk above
+all) removes the partial file and is a BuildError, so a FILE.tar that exists is always
+whole. Push tags the image as REF and pushes it, counting the layers sent and those the
+registry had already (after a code-only change, only the code layer is sent); an error
+anywhere in the engine's push stream is a BuildError and the tag made for the push is
+removed again.
 """
 
 from __future__ import annotations
@@ -102,9 +104,19 @@ def export(engine, image: str, dest: Path, *, names: list[str] | None = None, op
 class PushResult:
     reference: str
     digest: str
+    layers_sent: int = 0  # layers the registry did not have
+    layers_present: int = 0  # layers it had already (a code-only change sends one)
+    bytes_sent: int = 0  # of the layers sent, as the engine counts them
 
     def as_dict(self) -> dict:
-        return {"reference": self.reference, "digest": self.digest, "pull_command": f"docker pull {shlex.quote(self.reference)}"}
+        return {
+            "reference": self.reference,
+            "digest": self.digest,
+            "pull_command": f"docker pull {shlex.quote(self.reference)}",
+            "layers_sent": self.layers_sent,
+            "layers_present": self.layers_present,
+            "bytes_sent": self.bytes_sent,
+        }
 
 
 def split_reference(reference: str) -> tuple[str, str]:
@@ -132,7 +144,7 @@ def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=l
     full = f"{repository}:{tag}"
     engine.api.tag(image_id, repository, tag)
     say(f"Pushing {full}…")
-    digest, failure = "", None
+    digest, failure, layers, sent = "", None, {}, {}
     try:
         for event in engine.api.push(repository, tag=tag, stream=True, decode=True):
             if "error" in event or "errorDetail" in event:
@@ -140,6 +152,10 @@ def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=l
                 break
             aux = event.get("aux") or {}
             digest = aux.get("Digest", digest)
+            if event.get("id") and event.get("status"):
+                layers[event["id"]] = event["status"]
+                current = (event.get("progressDetail") or {}).get("current") or 0
+                sent[event["id"]] = max(sent.get(event["id"], 0), current)
             if event.get("status") and "id" not in event:
                 say(f"  {event['status']}")
     except docker.errors.APIError as error:
@@ -156,4 +172,6 @@ def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=l
             "127.0.0.0/8 or listed in the engine's insecure-registries. The image itself is built and kept.",
             value=full,
         )
-    return PushResult(full, digest)
+    pushed = [layer for layer, status in layers.items() if status == "Pushed"]
+    present = [layer for layer, status in layers.items() if status.startswith(("Layer already exists", "Mounted from"))]
+    return PushResult(full, digest, len(pushed), len(present), sum(sent.get(layer, 0) for layer in pushed))

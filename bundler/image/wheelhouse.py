@@ -16,7 +16,6 @@ Extensions marked ``compile = true`` are fetched as source archives (built in th
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -115,9 +114,7 @@ def _store(downloaded: Path, pins_by_name: dict[str, Pin], root: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     final = folder / downloaded.name
     if not final.exists():
-        partial = folder / f".{downloaded.name}.partial"
-        shutil.copyfile(downloaded, partial)
-        os.replace(partial, final)
+        os.replace(downloaded, final)  # the download folder is on the cache's disk: a rename, not a copy of GBs
 
 
 def download(
@@ -142,7 +139,8 @@ def download(
             f"Downloading {len(chosen)} {'wheel' if kind == 'wheels' else 'source archive'}{'s' if len(chosen) != 1 else ''} for "
             f"{target.describe()}…"
         )
-        with tempfile.TemporaryDirectory(prefix="bundler-wheels-") as work:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".download-", dir=root) as work:
             requirements = Path(work) / "requirements.txt"
             requirements.write_text(
                 "".join(f"{p.name}=={p.version} " + " ".join(f"--hash=sha256:{h}" for h in p.hashes) + "\n" for p in chosen)

@@ -27,6 +27,7 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,9 +103,7 @@ def remove(client, *references) -> None:
 
 
 def site_packages_bytes(client, tag: str) -> int:
-    out = client.containers.run(
-        tag, ["du", "-sb", "/opt/venv/lib/python3.11/site-packages"], remove=True, network_mode="none", entrypoint=[]
-    )
+    out = client.containers.run(tag, ["du", "-sb", "/opt/venv/lib/python3.11/site-packages"], remove=True, network_mode="none")
     return int(out.split()[0])
 
 
@@ -139,24 +138,22 @@ def push_twice(project: Path, builder, bundle_for, base: str, work: Path, client
     return figures
 
 
-def naive_build(client, project: Path, wheels: list, body: str, base: str, work: Path) -> dict:
-    naive = work / "naive"
-    shutil.copytree(project, naive, ignore=shutil.ignore_patterns("runs"))
-    (naive / "wheels").mkdir()
-    for wheel in wheels:
-        os.link(wheel.path, naive / "wheels" / wheel.filename)  # the same files, not a copy
-    (naive / "requirements.txt").write_text(body)
-    (naive / "Dockerfile").write_text(NAIVE.format(base=base))
-    figures = {"context": folder_bytes(naive)}
-    (image, _), figures["cold"] = timed(
-        client.images.build, path=str(naive), tag="bench/naive:1", rm=True, network_mode="none", nocache=True
-    )
-    change_code(naive, "naive")
-    (image, _), figures["rebuild"] = timed(client.images.build, path=str(naive), tag="bench/naive:2", rm=True, network_mode="none")
-    figures["size"] = image.attrs["Size"]
-    remove(client, "bench/naive:1", "bench/naive:2")
-    shutil.rmtree(naive)
-    return figures
+class Naive:
+    """The naive Dockerfile's folder: the project, the same wheel files (hard links), requirements.txt."""
+
+    def __init__(self, project: Path, wheels: list, body: str, base: str, work: Path) -> None:
+        self.folder = work / "naive"
+        shutil.copytree(project, self.folder, ignore=shutil.ignore_patterns("runs"))
+        (self.folder / "wheels").mkdir()
+        for wheel in wheels:
+            os.link(wheel.path, self.folder / "wheels" / wheel.filename)  # the same files, not a copy
+        (self.folder / "requirements.txt").write_text(body)
+        (self.folder / "Dockerfile").write_text(NAIVE.format(base=base))
+        self.context = folder_bytes(self.folder)
+
+    def build(self, client, tag: str, cold: bool) -> tuple[object, float]:
+        (image, _), seconds = timed(client.images.build, path=str(self.folder), tag=tag, rm=True, network_mode="none", nocache=cold)
+        return image, seconds
 
 
 def example_project(kind: str, work: Path, name: str = "example") -> Path:
@@ -183,7 +180,7 @@ def twin_of(project: Path, work: Path) -> Path:
     return twin
 
 
-def measure(kind: str, base: str, work: Path) -> None:
+def measure(kind: str, base: str, work: Path, repeat: int) -> None:
     from bundler import engine as engines
     from bundler.image import build as builder
     from bundler.image import wheelhouse
@@ -196,30 +193,39 @@ def measure(kind: str, base: str, work: Path) -> None:
     bundle = load_bundle(project)
     lock = fresh_lock(bundle)
     wheels, download_s = timed(wheelhouse.gather, lock, bundle.target, verify=False)
+    naive = Naive(project, wheels, lock.install_body, base, work)
     clock = EngineClock()
-    cold, cold_s = timed(builder.run_build, bundle, base=base, tag="bench/bundler:cold", no_cache=True)
-    cold_engine = clock.take()
-    first = client.images.get(cold.image_id)
-    # reproducibility: bundler's own images removed (nobody else's), the same inputs built cold again
-    remove(client, "bench/bundler:cold", cold.built.deps.reference)
-    again, again_s = timed(builder.run_build, load_bundle(project), base=base, tag="bench/bundler:again", no_cache=True)
-    clock.take()
-    second = client.images.get(again.image_id)
-    layers_first, layers_second = first.attrs["RootFS"]["Layers"], second.attrs["RootFS"]["Layers"]
-    same_layers = [a == b for a, b in zip(layers_first, layers_second, strict=True)]
-    same_labels = first.labels == second.labels
+    # cold builds, bundler and naive in turn; bundler's own images are removed between its cold builds
+    ours, theirs, images, cold = [], [], [], None
+    for turn in range(repeat):
+        if cold is not None:
+            remove(client, "bench/bundler:cold", cold.built.deps.reference)
+        cold, seconds = timed(builder.run_build, load_bundle(project), base=base, tag="bench/bundler:cold", no_cache=True)
+        ours.append((seconds, clock.take()))
+        images.append(client.images.get(cold.image_id))
+        if turn:
+            remove(client, "bench/naive:cold")
+        theirs.append(naive.build(client, "bench/naive:cold", cold=True)[1])
+    same_layers = [a == b for a, b in zip(images[0].attrs["RootFS"]["Layers"], images[1].attrs["RootFS"]["Layers"], strict=True)]
+    same_labels = images[0].labels == images[1].labels
     change_code(project, "1")
     warm, warm_s = timed(builder.run_build, load_bundle(project), base=base, tag="bench/bundler:warm")
     warm_engine = clock.take()
+    change_code(naive.folder, "1")
+    naive_warm, naive_warm_s = naive.build(client, "bench/naive:warm", cold=False)
     twin = twin_of(project, work)
     other, other_s = timed(builder.run_build, load_bundle(twin), base=base, tag="bench/bundler:twin")
     base_bytes = client.images.get(base).attrs["Size"]
     site = site_packages_bytes(client, warm.tag)
+    remove(client, "bench/naive:cold", "bench/naive:warm", "bench/bundler:cold", "bench/bundler:twin")
     export_bytes, export_peak, export_s = export_rss(work, warm.tag)
     pushes = push_twice(project, builder, load_bundle, base, work, client)
-    remove(client, "bench/bundler:again", "bench/bundler:warm", "bench/bundler:twin", warm.built.deps.reference)
-    naive = naive_build(client, project, wheels, lock.install_body, base, work)
+    remove(client, "bench/bundler:warm", warm.built.deps.reference)
+    cold_s, cold_engine = statistics.median(s for s, _ in ours), statistics.median(e for _, e in ours)
+    naive_cold = statistics.median(theirs)
+    naive_figures = {"cold": naive_cold, "rebuild": naive_warm_s, "size": naive_warm.attrs["Size"], "context": naive.context}
 
+    naive = naive_figures
     print(f"\n== {kind}: {bundle.target.describe()}, base {base} ({base_bytes / MB:.1f} MB) ==")
     print(
         f"lock {lock_s:.1f} s; {len(wheels)} wheels, {sum(w.size for w in wheels) / MB:.1f} MB downloaded into an empty cache "
@@ -227,8 +233,9 @@ def measure(kind: str, base: str, work: Path) -> None:
     )
     print(
         f"cold build          bundler {cold_s:7.1f} s (engine {cold_engine:.1f} s)   naive {naive['cold']:7.1f} s   "
-        f"bundler/naive {cold_s / naive['cold']:.2f} (target <= 1.0); again after emptying: {again_s:.1f} s"
+        f"bundler/naive {cold_s / naive['cold']:.2f} (target <= 1.0); medians of {repeat}, in turn:"
     )
+    print("                    bundler " + " ".join(f"{s:.1f}" for s, _ in ours) + "   naive " + " ".join(f"{s:.1f}" for s in theirs))
     print(
         f"code-only rebuild   bundler {warm_s:7.2f} s (engine {warm_engine:.2f} s)   naive {naive['rebuild']:7.1f} s   "
         f"naive/bundler {naive['rebuild'] / warm_s:.1f}x (target >= 50x)"
@@ -237,21 +244,21 @@ def measure(kind: str, base: str, work: Path) -> None:
         f"second project, same lock, cold: {other_s:.2f} s = {other_s / warm_s:.2f} x the code-only rebuild (target <= 2); "
         f"dependency image reused: {other.built.deps.reused}"
     )
-    ours = warm.size.total
+    size = warm.size.total
     floor = base_bytes + site
     print(
-        f"image size          bundler {ours / MB:7.1f} MB   naive {naive['size'] / MB:7.1f} MB   base + site-packages {floor / MB:.1f} MB"
+        f"image size          bundler {size / MB:7.1f} MB   naive {naive['size'] / MB:7.1f} MB   base + site-packages {floor / MB:.1f} MB"
     )
-    print(f"  bundler / (base + site-packages)      {ours / (base_bytes + site):6.3f}   (target <= 1.05; the CUDA image aims at <= 1.02)")
-    print(f"  bundler / naive                       {ours / naive['size']:6.3f}")
-    deps = cold.built.deps
+    print(f"  bundler / (base + site-packages)      {size / floor:6.3f}   (target <= 1.05; the CUDA image aims at <= 1.02)")
+    print(f"  bundler / naive                       {size / naive['size']:6.3f}")
+    deps = cold.built.deps  # the last cold build's
     print(
         f"sent to the engine  bundler cold {(deps.context_bytes + cold.built.context_bytes) / MB:.3f} MB (dependency Dockerfile "
         f"{deps.context_bytes / 1e3:.1f} kB + project {cold.built.context_bytes / MB:.3f} MB), {deps.served_bytes / MB:.1f} MB served over "
         f"loopback (route: {deps.route}); code-only rebuild {warm.built.context_bytes / MB:.3f} MB; naive {naive['context'] / MB:.1f} MB"
     )
     print(
-        f"reproducible        two cold builds, engine emptied of bundler's images in between: layers the same {same_layers} "
+        f"reproducible        the first two cold builds, engine emptied of bundler's images in between: layers the same {same_layers} "
         f"({sum(same_layers)}/{len(same_layers)}), labels the same: {same_labels}"
     )
     peak = f"peak RSS of the exporting process {export_peak / MB:.1f} MB (target <= 200)"
@@ -269,11 +276,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--example", choices=("cpu", "cuda", "both"), default="both")
     parser.add_argument("--base", default="bundler-test/bookworm-python3.11:1")
+    parser.add_argument("--repeat", type=int, default=0, help="cold builds of each, in turn (default: 3 for cpu, 2 for cuda; at least 2)")
     args = parser.parse_args()
     for kind in ("cpu", "cuda") if args.example == "both" else (args.example,):
         work = Path(tempfile.mkdtemp(prefix=f"bench-build-{kind}-"))
         try:
-            measure(kind, args.base, work)
+            measure(kind, args.base, work, max(2, args.repeat or {"cpu": 3, "cuda": 2}[kind]))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024

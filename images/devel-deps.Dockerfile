@@ -14,3 +14,14 @@ ${user_setup}
 ${install_stage}
 FROM system
 ${environment}
+# ---- the settings every project image of it shares -------------------------------------
+ENV BUNDLE_PYTHON=${venv_python} \
+    BUNDLE_ROOT=${project} \
+    BUNDLE_DIAGNOSTICS=${diagnostics} \
+    PATH=${venv}/bin:$$PATH \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1
+USER ${uid}:${uid}
+WORKDIR ${project}
+ENTRYPOINT ["${entrypoint}"]
+CMD ["pilot"]

@@ -13,3 +13,14 @@ ${install_stage}
 FROM ${base}
 ${user_setup}
 ${environment}
+# ---- the settings every project image of it shares -------------------------------------
+ENV BUNDLE_PYTHON=${venv_python} \
+    BUNDLE_ROOT=${project} \
+    BUNDLE_DIAGNOSTICS=${diagnostics} \
+    PATH=${venv}/bin:$$PATH \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1
+USER ${uid}:${uid}
+WORKDIR ${project}
+ENTRYPOINT ["${entrypoint}"]
+CMD ["pilot"]

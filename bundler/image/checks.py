@@ -103,19 +103,21 @@ def dependency_checks(bundle) -> list[Check]:
     ]
 
 
-RUNNER = (
+RUNNER = (  # the checks run side by side (a CUDA image's ldd pass and torch's import each take seconds)
     "import json, subprocess, sys\n"
+    "checks = json.loads(sys.argv[1])\n"
+    "running = [subprocess.Popen(c['argv'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in checks]\n"
     "results = []\n"
-    "for check in json.loads(sys.argv[1]):\n"
-    "    done = subprocess.run(check['argv'], capture_output=True, text=True)\n"
-    "    lines = [l for l in done.stdout.splitlines() if l.startswith('{')]\n"
+    "for check, process in zip(checks, running):\n"
+    "    out, err = process.communicate()\n"
+    "    lines = [l for l in out.splitlines() if l.startswith('{')]\n"
     "    try:\n"
     "        finding = json.loads(lines[-1]) if lines else {}\n"
     "    except ValueError:\n"
     "        finding = {}\n"
-    "    result = {'name': check['name'], 'ok': done.returncode == 0, 'finding': finding}\n"
-    "    if done.returncode:\n"
-    "        result['output'] = (done.stdout + done.stderr).strip()[-1500:]\n"
+    "    result = {'name': check['name'], 'ok': process.returncode == 0, 'finding': finding}\n"
+    "    if process.returncode:\n"
+    "        result['output'] = (out + err).strip()[-1500:]\n"
     "    results.append(result)\n"
     "print(json.dumps(results, sort_keys=True))\n"
     "sys.exit(0 if all(r['ok'] for r in results) else 1)\n"
@@ -124,14 +126,23 @@ RUNNER = (
 
 def run_dependency_checks(engine, image_id: str, checks: list[Check], python: str = layout.PYTHON) -> list[dict]:
     """Run ``checks`` in one container of ``image_id`` (no network); BuildError naming the first that failed."""
-    argv = [python, "-c", RUNNER, json.dumps([check.as_dict() for check in checks])]
-    container = engine.containers.create(image_id, argv, network_mode="none")
+    import docker.errors
+
+    argv = ["-c", RUNNER, json.dumps([check.as_dict() for check in checks])]
     try:
-        container.start()
-        code = int(container.wait(timeout=CHECK_TIMEOUT_S).get("StatusCode", 1))
-        output = container.logs(stderr=True).decode("utf-8", errors="replace")
-    finally:
-        container.remove(force=True)
+        container = engine.containers.create(image_id, argv, entrypoint=[python], network_mode="none")
+        try:
+            container.start()
+            code = int(container.wait(timeout=CHECK_TIMEOUT_S).get("StatusCode", 1))
+            output = container.logs(stderr=True).decode("utf-8", errors="replace")
+        finally:
+            container.remove(force=True)
+    except docker.errors.APIError as error:
+        raise BuildError(
+            f"the engine could not run the dependency checks in {image_id[:19]}: {(error.explanation or str(error))[:400]}.",
+            hint="Check the engine's log (`journalctl -u docker`) and its free disk space, then build again.",
+            value=image_id,
+        ) from None
     lines = [line for line in output.splitlines() if line.startswith("[")]
     try:
         results = json.loads(lines[-1]) if lines else []

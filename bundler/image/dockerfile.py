@@ -148,6 +148,24 @@ def user_setup() -> str:
     )
 
 
+def venv_with_pip(python: str, venv: str) -> list[str]:
+    """Shell: a venv with the base's own pip, installed without bytecode from the wheel ensurepip ships.
+
+    ``python -m venv`` would install pip (and, before 3.12, setuptools) through ensurepip,
+    compiling both: bytecode the install step deletes and compiles again, and a setuptools
+    the lock replaces. Running pip from its wheel skips that; without a wheel where
+    Debian or CPython keep it, ensurepip does the work.
+    """
+    bundled = f"$({python} -c 'import ensurepip, os; print(os.path.dirname(ensurepip.__file__))')/_bundled"
+    return [
+        f"{python} -m venv --without-pip {venv}",
+        "wheel=",
+        f'for found in /usr/share/python-wheels/pip-*.whl "{bundled}"/pip-*.whl; do if [ -f "$found" ]; then wheel="$found"; fi; done',
+        f'if [ -n "$wheel" ]; then {venv}/bin/python "$wheel/pip" install -q --no-index --no-deps --no-compile --no-cache-dir "$wheel"; '
+        f"else {venv}/bin/python -m ensurepip --default-pip; fi",
+    ]
+
+
 def install_step(python: str, devel: bool, stage: str = "") -> str:
     """The locked packages from $WHEELHOUSE (a URL: http:// or file://) into the venv, with hashes, then bytecode.
 
@@ -164,7 +182,7 @@ def install_step(python: str, devel: bool, stage: str = "") -> str:
             # pip's temporary files under the venv's parent: /tmp stays out of the layer, so both routes commit the same one
             f"export PIP_CONFIG_FILE=/dev/null PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1 TMPDIR={parent}/.bundler-tmp",
             'mkdir -p "$TMPDIR"',
-            f"{python} -m venv {venv}",
+            *venv_with_pip(python, venv),
             f'{pip} install --no-index --find-links "$WHEELHOUSE" --require-hashes --no-deps --no-compile --no-cache-dir'
             f' --retries 0{build_isolation} -r "$WHEELHOUSE/requirements.txt"',
             f"{pip} check",

@@ -260,10 +260,10 @@ def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_i
 
 
 def bundle_lock(bundle) -> Lock:
-    """The bundle's lock, its state judged against the project's requirements.in and Target."""
-    requirements = bundle.root / "requirements.in"
-    text = requirements.read_text(encoding="utf-8") if requirements.is_file() else None
-    return read_lock(bundle.lock_path, text, bundle.target)
+    """The bundle's lock, its state judged against the project's requirements.in (with its includes) and Target."""
+    from bundler.lock.includes import input_text
+
+    return read_lock(bundle.lock_path, input_text(bundle.root), bundle.target)
 
 
 def fresh_lock(bundle) -> Lock:

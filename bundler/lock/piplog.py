@@ -23,11 +23,15 @@ def _conflict_causes(log: str) -> str:
     found = re.findall(r"requirement=\w+\('([^']+)'\), parent=(None|\w+\('([^']*)'\))", impossible)
     if not found:
         return ""
-    parts = [
-        f"{spec} ({Path(parent_link).name.split('-py')[0].split('-cp')[0] if parent_link else 'requirements.in'})"
-        for spec, _, parent_link in found
-    ]
+    parts = [f"{spec} ({_parent(parent_link) if parent_link else 'requirements.in'})" for spec, _, parent_link in found]
     return "conflicting requirements: " + " vs ".join(parts[:4])
+
+
+def _parent(link: str) -> str:
+    """'scikit-learn 1.9.1' from "https://…/scikit_learn-1.9.1-cp311-….whl (from https://…) (requires-python:…)"."""
+    filename = Path(link.split()[0].split("#")[0]).name
+    name, _, rest = filename.partition("-")
+    return f"{name.replace('_', '-')} {rest.split('-')[0].removesuffix('.tar.gz').removesuffix('.zip')}".strip()
 
 
 def resolution_error(spec: LockSpec, log: str, where: str) -> Exception:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
@@ -32,6 +32,7 @@ class Resolution:
     where: str  # "host" | "container <image>"
     seconds: float
     log: str
+    notes: list[str] = field(default_factory=list)
 
 
 def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], cache: str) -> list[str]:
@@ -58,6 +59,10 @@ def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
         "--pip-args",
         f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))}",
     ]
+    for url in spec.requirements.extra_indexes:  # the project's own, recorded in the lock
+        args += ["--extra-index-url", resolution_url(url, pairs)]
+    for folder in spec.requirements.find_links:  # wheels inside the project, locked by hash
+        args += ["--find-links", folder]
     for url in settings.extra_index_urls:
         args += ["--extra-index-url", url]
     for host in settings.trusted_hosts:
@@ -66,15 +71,29 @@ def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
 
 
 def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolution:
+    """pip-compile for the Target. When the previous lock's pins (kept as preferences) no
+    longer fit a tightened requirement, resolution runs again without them and says so."""
     settings = host_pip_settings()
     pairs = index_map()
     probe_indexes(spec, settings, pairs)
+    started = time.monotonic()
+    kept = previous_body if previous_body and not upgrade else None
+    code, log, where, body = _resolve_once(spec, settings, pairs, kept)
+    notes = []
+    if code != 0 and kept and "ResolutionImpossible" in log:
+        notes.append("the previous lock's pins conflicted with requirements.in, so everything was resolved again (as --upgrade does)")
+        code, log, where, body = _resolve_once(spec, settings, pairs, None)
+    if code != 0:
+        raise resolution_error(spec, log, where)
+    return Resolution(body, where, time.monotonic() - started, log, notes)
+
+
+def _resolve_once(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], kept: str | None) -> tuple[int, str, str, str]:
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
-        if previous_body and not upgrade:  # pip-compile keeps existing pins that still fit
-            (work_dir / "lock.txt").write_text(previous_body, encoding="utf-8")
-        started = time.monotonic()
+        if kept:  # pip-compile keeps existing pins that still fit
+            (work_dir / "lock.txt").write_text(kept, encoding="utf-8")
         if spec.host_mismatch:
             code, log, where = _resolve_in_container(spec, settings, pairs, work_dir)
         else:
@@ -93,11 +112,8 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolut
                 argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True
             )
             code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
-        seconds = time.monotonic() - started
-        if code != 0:
-            raise resolution_error(spec, log, where)
-        body = (work_dir / "lock.txt").read_text(encoding="utf-8")
-    return Resolution(body, where, seconds, log)
+        body = (work_dir / "lock.txt").read_text(encoding="utf-8") if code == 0 else ""
+    return code, log, where, body
 
 
 def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], work_dir: Path) -> tuple[int, str, str]:
@@ -118,6 +134,8 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
         if local.startswith("file://"):
             folder = Path(local[len("file://") :])
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}  # same path: file:// URLs and links stay valid
+    for folder in spec.requirements.find_links:  # the project's wheels, at the same path
+        volumes[folder] = {"bind": folder, "mode": "ro"}
     for folder in sorted(_local_link_targets(pairs)):
         if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
@@ -244,7 +262,9 @@ def probe_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
     pypi = resolution_url(spec.build.pypi_index, pairs)
     if pypi == spec.build.pypi_index and settings.index_mirror:
         pypi = settings.index_mirror
-    for public, url in ((spec.index_url, resolution_url(spec.index_url, pairs)), (spec.build.pypi_index, pypi)):
+    probed = [(spec.index_url, resolution_url(spec.index_url, pairs)), (spec.build.pypi_index, pypi)]
+    probed += [(url, resolution_url(url, pairs)) for url in spec.requirements.extra_indexes]
+    for public, url in probed:
         shown = url if url == public else f"{url} (standing for {public})"
         if url.startswith("file://"):
             if not Path(url[len("file://") :]).is_dir():

@@ -23,6 +23,7 @@ from bundler.lock.lint import ensure_lintless
 from bundler.lock.lockfile import LockHeader, read_lock, render_lock, target_fields
 from bundler.lock.request import requested_target
 from bundler.lock.resolve import Resolution, resolve
+from bundler.lock.sidecar import make_sidecar, read_sidecar, sidecar_problems, write_sidecar
 from bundler.lock.spec import LockSpec, make_spec
 from bundler.pipsettings import host_pip_settings
 from bundler.target.bundle import Bundle, update_target
@@ -38,6 +39,7 @@ class LockResult:
     resolution: Resolution | None = None
     target_updated: bool = False
     backup: Path | None = None
+    sidecar: dict | None = None
 
     def as_dict(self) -> dict:
         data = {"ok": True, "action": self.action, "lock": str(self.lock_path), "target_updated": self.target_updated}
@@ -47,6 +49,8 @@ class LockResult:
             data["resolve_seconds"] = round(self.resolution.seconds, 3)
         if self.backup:
             data["backup"] = str(self.backup)
+        if self.sidecar:
+            data["source_builds"] = self.sidecar["source_builds"]
         return data
 
 
@@ -69,7 +73,7 @@ def run_lock(
         )
     if state.status == "fresh" and not upgrade and target == bundle.target:
         say(f"{spec.lock_path.name} is up to date for {target.describe()} (input hash and body hash match); nothing to resolve.")
-        return LockResult(spec, "unchanged", spec.lock_path)
+        return LockResult(spec, "unchanged", spec.lock_path, sidecar=refresh_sidecar(spec, lock, say))
     previous = None
     same_build = state.header is not None and state.header.build == spec.build.tag and state.header.target.get("python") == target.python
     if state.status in ("fresh", "stale") and same_build:
@@ -96,7 +100,25 @@ def run_lock(
         backup = spec.lock_path.with_name(spec.lock_path.name + ".edited")
         shutil.copy2(spec.lock_path, backup)
     atomic_write_text(spec.lock_path, text)
+    spec.notes.extend(resolution.notes)
+    side = refresh_sidecar(spec, read_lock(spec.lock_path, spec.requirements_in, target), say)
     updated = target != bundle.target
     if updated:
         update_target(bundle, target)
-    return LockResult(spec, "written", spec.lock_path, resolution, updated, backup)
+    return LockResult(spec, "written", spec.lock_path, resolution, updated, backup, side)
+
+
+def refresh_sidecar(spec: LockSpec, lock, say) -> dict:
+    """Write the lock's sidecar unless the one on disk already agrees with the lock."""
+    try:
+        side = read_sidecar(spec.lock_path)
+    except LockError:
+        side = None
+    if side is None or sidecar_problems(lock, side) or side.direct != spec.requirements.direct:
+        side = make_sidecar(spec, lock, spec.notes)
+        say(f"Wrote {write_sidecar(spec.lock_path, side).name} (direct dependencies, pins built from source, project wheels).")
+    else:
+        spec.notes.extend(
+            f"{item['name']}=={item['version']} will be built from its source archive: {item['why']}." for item in side.source_builds
+        )
+    return side.as_dict()

@@ -108,3 +108,19 @@ def pip_environment(settings: PipSettings, cache: str, cert: str | None) -> dict
     if settings.timeout:
         env["PIP_DEFAULT_TIMEOUT"] = settings.timeout
     return env
+
+
+CONTAINER_CERT = "/etc/bundler/ca.pem"
+_FORWARDED = ("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+def container_pip(settings: PipSettings, cache: str) -> tuple[dict[str, str], dict[str, dict]]:
+    """(environment, volumes) for pip in a container to reach indexes as this host does:
+    the host's CA bundle mounted read-only, the proxy and pip's network settings forwarded."""
+    volumes, cert = {}, None
+    if settings.cert and Path(settings.cert).is_file():
+        volumes[str(Path(settings.cert).resolve())] = {"bind": CONTAINER_CERT, "mode": "ro"}
+        cert = CONTAINER_CERT
+    env = {key: value for key, value in pip_environment(settings, cache, cert).items() if key.startswith(_FORWARDED)}
+    env.update({"HOME": "/tmp", "PYTHONUTF8": "1"})
+    return env, volumes

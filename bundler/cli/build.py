@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -58,8 +57,8 @@ def register(app: typer.Typer) -> None:
             f"Smoke test passed: torch {smoke.get('version')} (cuda {smoke.get('cuda')}, hip {smoke.get('hip')}), lock verified in place."
         )
         out.say(f"Built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f} s.")
-        tag = shlex.quote(result.tag)
-        out.say(f"Run it: docker run --rm {tag}   ·   diagnostics: docker run --rm {tag} diagnose")
+        out.say(f"Run it:      {result.commands['run']}")
+        out.say(f"Diagnostics: {result.commands['diagnose']}")
         if result.export:
             out.say(f"Exported {result.export['path']} ({result.export['bytes'] / 1e6:.1f} MB, sha256 {result.export['sha256'][:16]}…).")
             out.say(f"On the rented box: {result.export['load_command']}")

@@ -39,10 +39,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler import engine as engines
-from bundler.image import handoff, wheelhouse
+from bundler.image import cleanup, handoff, importcheck, wheelbuild, wheelhouse
 from bundler.image.context import ProjectFiles, collect, write_deps_context, write_project_context
 from bundler.image.dockerfile import Dockerfiles, default_base, flavour_for, render
 from bundler.image.labels import DEPS_LABEL, LOCK_LABEL, labels_for
+from bundler.image.runcommand import run_commands
 from bundler.image.size import SizeReport, enforce, size_report
 from bundler.image.steps import Progress, image_exists, remove_image, run_engine_build, smoke_test
 from bundler.lock.lockfile import Lock, fresh_lock
@@ -72,6 +73,7 @@ class BuildResult:
     export: dict | None = None
     push: dict | None = None
     seconds: float = 0.0
+    commands: dict = field(default_factory=dict)  # docker run lines that pass as printed (image/runcommand.py)
 
     def as_dict(self) -> dict:
         return {
@@ -97,6 +99,7 @@ class BuildResult:
             "export": self.export,
             "push": self.push,
             "seconds": round(self.seconds, 1),
+            "commands": self.commands,
         }
 
 
@@ -140,7 +143,11 @@ def dependency_image(engine, bundle: Bundle, lock: Lock, dockerfiles: Dockerfile
         f"in {len(wheels)} files); installing offline with --require-hashes…"
     )
     with Progress() as progress:
-        deps_id = run_engine_build(engine, context, dockerfiles.network, {DEPS_LABEL: key, LOCK_LABEL: lock.sha256}, progress, no_cache)
+        recorder, deps_id = cleanup.StageRecorder(progress), None
+        try:
+            deps_id = run_engine_build(engine, context, dockerfiles.network, {DEPS_LABEL: key, LOCK_LABEL: lock.sha256}, recorder, no_cache)
+        finally:  # the install stage's images (wheelhouse + a copy of the environment) are not needed
+            sent["stage_images_removed"] = len(cleanup.remove_leftovers(engine, recorder, deps_id))
     repository, version = deps_image.rsplit(":", 1)
     engine.api.tag(deps_id, repository, version)
     return sent
@@ -164,6 +171,8 @@ def run_build(
     engine = engines.client()
     base_image = engines.base_image(engine, dockerfiles.base, say=say)
     notes = [base_image.note] if base_image.note else []
+    lock, built = wheelbuild.prepare(lock, bundle, engine, base_image, say)  # pins without a wheel for the Target
+    notes += built
     tag = tag or default_tag(bundle, lock.sha256)
     handoff.split_reference(tag)  # a bad --tag is refused before the build
     if push:
@@ -178,6 +187,8 @@ def run_build(
     try:
         say("Smoke test in the new image: the lock in place, pip check, the torch build…")
         smoke = smoke_test(engine, image_id, bundle)
+        say("Import check in the new image: every direct dependency's top-level modules…")
+        smoke["imports"] = importcheck.check_imports(engine, image_id, bundle, say)
         report = size_report(engine, image_id, bundle.size_budget_mb)
         warning = enforce(report, strict, str(bundle.path))
     except BaseException:
@@ -205,6 +216,7 @@ def run_build(
         notes=notes,
         dockerfile=dockerfiles.final_text(sent["deps_image"], labels),
         deps=sent,
+        commands=run_commands(f"{repository}:{version}", bundle.target.backend),
     )
     if export is not None:
         result.export = handoff.export(engine, image_id, Path(export), names=[result.tag], say=say).as_dict()

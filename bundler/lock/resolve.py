@@ -23,7 +23,7 @@ from bundler.errors import ExternalError, LockError
 from bundler.lock.piplog import resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
-from bundler.pipsettings import PipSettings, cache_dir, host_pip_settings, index_map, pip_environment, resolution_url
+from bundler.pipsettings import PipSettings, cache_dir, container_pip, host_pip_settings, index_map, pip_environment, resolution_url
 
 
 @dataclass
@@ -139,16 +139,8 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
     for folder in sorted(_local_link_targets(pairs)):
         if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
-    cert = None
-    if settings.cert and Path(settings.cert).is_file():
-        volumes[str(Path(settings.cert).resolve())] = {"bind": "/etc/bundler/ca.pem", "mode": "ro"}
-        cert = "/etc/bundler/ca.pem"
-    env = {
-        k: v
-        for k, v in pip_environment(settings, "/cache", cert).items()
-        if k.startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"))
-    }
-    env.update({"HOME": "/tmp", "PYTHONUTF8": "1"})
+    env, cert_volumes = container_pip(settings, "/cache")
+    volumes.update(cert_volumes)
     args = _compile_args(spec, settings, pairs, "/cache")
     venv = f"/cache/venv-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
     script = "\n".join(

@@ -99,15 +99,12 @@ def sidecar_problems(lock: Lock, side: Sidecar | None) -> list[str]:
     return problems
 
 
-def ensure_consistent(lock: Lock, side: Sidecar | None) -> Sidecar:
-    problems = sidecar_problems(lock, side)
-    if problems:
-        raise LockError(
-            f"the lock and its sidecar disagree: {'; '.join(problems[:3])}.",
-            hint="Run `bundler lock` in the project (it rewrites the sidecar without resolving when the lock is fresh).",
-            path=sidecar_path(lock.path),
-        )
-    return side
+def lock_sidecar_problems(lock: Lock) -> list[str]:
+    """`bundler check`'s view: the sidecar is readable and agrees with the lock."""
+    try:
+        return sidecar_problems(lock, read_sidecar(lock.path))
+    except LockError as error:
+        return [error.message]
 
 
 def make_sidecar(spec, lock: Lock, notes: list[str]) -> Sidecar:

@@ -18,6 +18,7 @@ from bundler.errors import ProjectFileError
 from bundler.fsutil import read_json
 from bundler.image.context import clean_patterns, is_ignored
 from bundler.lock.lockfile import bundle_lock
+from bundler.lock.sidecar import lock_sidecar_problems
 from bundler.portability.scan import scan
 from bundler.target.bundle import Bundle
 
@@ -90,8 +91,12 @@ def check_home_paths(bundle: Bundle) -> Item:
 
 
 def check_lock(bundle: Bundle) -> Item:
-    state = bundle_lock(bundle).state
+    lock = bundle_lock(bundle)
+    state = lock.state
     if state.ok:
+        problems = lock_sidecar_problems(lock)  # the wheels built from source, the direct dependencies
+        if problems:
+            return Item("lock present and fresh", FAIL, "; ".join(problems), "Run `bundler lock` (it rewrites the sidecar).")
         return Item("lock present and fresh", PASS, state.detail)
     return Item(
         "lock present and fresh",

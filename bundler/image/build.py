@@ -147,7 +147,7 @@ def dependency_image(engine, bundle: Bundle, lock: Lock, dockerfiles: Dockerfile
         try:
             deps_id = run_engine_build(engine, context, dockerfiles.network, {DEPS_LABEL: key, LOCK_LABEL: lock.sha256}, recorder, no_cache)
         finally:  # the install stage's images (wheelhouse + a copy of the environment) are not needed
-            sent["stage_images_removed"] = len(cleanup.remove_leftovers(engine, recorder, deps_id))
+            sent["stage_images_removed"] = cleanup.remove_leftovers(engine, recorder, deps_id)
     repository, version = deps_image.rsplit(":", 1)
     engine.api.tag(deps_id, repository, version)
     return sent

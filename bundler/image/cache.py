@@ -170,8 +170,9 @@ class PruneResult:
         }
 
 
-def prune(engine, *, images: bool, wheels: bool, older_than_days: float, dry_run: bool) -> PruneResult:
-    """Remove bundler's unused images and cache files not used for ``older_than_days``."""
+def prune(engine, *, images: bool, wheels: bool, older_than_days: float, dry_run: bool, select=lambda image: True) -> PruneResult:
+    """Remove bundler's unused images and cache files not used for ``older_than_days``
+    (``select`` narrows the images looked at, e.g. to one test's own)."""
     result = PruneResult(dry_run)
     cutoff = time.time() - older_than_days * DAY
     if wheels:
@@ -186,14 +187,14 @@ def prune(engine, *, images: bool, wheels: bool, older_than_days: float, dry_run
     if images and engine is None:
         result.notes.append("no Docker engine answers: no image was looked at")
     elif images:
-        _prune_images(engine, cutoff, dry_run, result)
+        _prune_images(engine, [image for image in bundler_images(engine) if select(image)], cutoff, dry_run, result)
     return result
 
 
-def _prune_images(engine, cutoff: float, dry_run: bool, result: PruneResult) -> None:
+def _prune_images(engine, candidates: list[CachedImage], cutoff: float, dry_run: bool, result: PruneResult) -> None:
     import docker.errors
 
-    for image in bundler_images(engine):
+    for image in candidates:
         if image.in_use or image.created > cutoff:
             result.kept.append({"id": image.id, "tags": image.tags, "why": image.in_use or "newer than --older-than"})
             continue

@@ -97,12 +97,14 @@ def _index_line(where: str, line: SourceLine, option: str, value: str, build, ou
     elif option != "--extra-index-url":
         problem = f"{option} would replace PyPI for every package"
     if problem:
+        shown = line.text.replace(f"{parts.username or ''}:{parts.password}@", "***@") if parts.password else line.text
+        shown = shown.replace(f"{parts.username}@", "***@") if parts.username and not parts.password else shown
         raise LockError(
-            f"{where}: {line.text!r} is refused: {problem}.",
+            f"{where}: {shown!r} is refused: {problem}.",
             hint="Add another index with `--extra-index-url https://HOST/simple` (recorded in the lock; credentials come from pip's "
             "keyring or ~/.netrc, never the URL); a PyPI mirror goes in pip.conf or BUNDLER_INDEX_MAP.",
             path=line.path,
-            value=line.text,
+            value=shown,
         )
     if url not in outcome.extra_indexes:
         outcome.extra_indexes.append(url)

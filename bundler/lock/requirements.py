@@ -111,7 +111,7 @@ def _parse(root: Path, line: SourceLine) -> Requirement:
         return Requirement(_PER_REQUIREMENT_OPTION.sub("", " " + line.text).strip())
     except InvalidRequirement as error:
         raise ProjectFileError(
-            f"{line.where(root)}: {line.text!r} is not a requirement ({error}).",
+            f"{line.where(root)}: {line.text!r} is not a requirement ({str(error).splitlines()[0].rstrip('.')}).",
             hint='Write one PEP 508 requirement per line, e.g. `numpy>=1.26` or `torch==2.13.0; platform_machine == "x86_64"`.',
             path=line.path,
             value=line.text,

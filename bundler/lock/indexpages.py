@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import ssl
 import urllib.error
 import urllib.parse
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from bundler.fsutil import sha256_file
 from bundler.pipsettings import host_pip_settings, index_map, resolution_url
 
 PYPI_SIMPLE = "https://pypi.org/simple"
@@ -69,7 +69,7 @@ def project_files(index_url: str, project: str, *, timeout: float = 30) -> list[
         index = folder / "index.html"
         if not index.is_file():
             return []
-        return _html_files(index.read_text(errors="replace"), index.as_uri())
+        return [_hashed_locally(item) for item in _html_files(index.read_text(errors="replace"), index.as_uri())]
     try:
         with open_url(page, accept=JSON_ACCEPT, timeout=timeout) as response:
             kind = response.headers.get("Content-Type", "")
@@ -121,6 +121,16 @@ def _html_files(text: str, page_url: str) -> list[IndexFile]:
     return files
 
 
+def _hashed_locally(item: IndexFile) -> IndexFile:
+    """A local index page rarely carries hashes: the linked file is on this host, so hash it."""
+    if item.sha256 or not item.url.startswith("file://"):
+        return item
+    path = Path(urllib.parse.unquote(urllib.parse.urlsplit(item.url).path))
+    if not path.is_file():
+        return item
+    return IndexFile(item.filename, item.url, sha256_file(path))
+
+
 def latest_release(name: str, *, timeout: float = 5) -> str | None:
     """The newest non-prerelease version PyPI lists for ``name``; None when unknown or unreachable."""
     from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
@@ -154,11 +164,4 @@ def download(item: IndexFile, dest: Path, *, timeout: float = 120) -> Path:
         partial.unlink(missing_ok=True)
         raise ValueError(f"{item.url} hashes to {digest.hexdigest()}, not {item.sha256}")
     os.replace(partial, final)
-    return final
-
-
-def copy_local(path: Path, dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    final = dest / path.name
-    shutil.copyfile(path, final)
     return final

@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "diagnostics"))
 from bdiag import imports  # noqa: E402
 
-OLD_ABI = "raise ValueError('numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject')"
+OLD_ABI = (
+    "raise ValueError('numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject')"
+)
 PACKAGES = {  # distribution -> (version, {file: text}, top_level.txt or None for RECORD only)
     "goodpkg": ("1.0", {"goodpkg/__init__.py": "X = 1\n", "tests/__init__.py": "raise SystemExit('never imported')\n"}, "goodpkg\ntests\n"),
     "oldabi": ("1.2.2", {"oldabi/__init__.py": OLD_ABI + "\n"}, "oldabi\n"),
@@ -80,7 +82,9 @@ def test_the_time_bound_leaves_the_rest_unchecked_and_says_so(site):
 
 
 def test_gpu_only_failures_are_warnings_for_a_gpu_target_on_a_host_without_one(site, tmp_path):
-    (site / "oldabi" / "__init__.py").write_text("raise OSError('libcuda.so.1: cannot open shared object file: No such file or directory')\n")
+    (site / "oldabi" / "__init__.py").write_text(
+        "raise OSError('libcuda.so.1: cannot open shared object file: No such file or directory')\n"
+    )
     lock = lock_with(tmp_path / "p", ["oldabi"])
     gpu = imports.check(str(lock), sys.executable, budget_s=60, gpu_target=True)
     cpu = imports.check(str(lock), sys.executable, budget_s=60, gpu_target=False)
@@ -91,7 +95,9 @@ def test_gpu_only_failures_are_warnings_for_a_gpu_target_on_a_host_without_one(s
 def test_the_script_form_prints_one_document_and_exits_1_on_a_failure(site, tmp_path):
     lock = lock_with(tmp_path / "p", ["goodpkg", "oldabi"])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "diagnostics"), str(site)])}
-    done = subprocess.run([sys.executable, "-m", "bdiag.imports", "--lock", str(lock)], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "bdiag.imports", "--lock", str(lock)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["failures"][0]["module"] == "oldabi"
 

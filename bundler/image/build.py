@@ -92,6 +92,7 @@ class BuildResult:
                 "deps_context_bytes": self.deps.get("deps_context_bytes", 0),
                 "deps_image": self.deps.get("deps_image"),
                 "deps_reused": self.deps.get("deps_reused"),
+                "stage_images_removed": self.deps.get("stage_images_removed", []),
             },
             "secrets_excluded": self.secrets_excluded,
             "smoke_test": self.smoke,

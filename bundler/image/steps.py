@@ -114,7 +114,7 @@ def remove_image(engine, image_id: str) -> None:
     import docker.errors
 
     try:
-        engine.api.remove_image(image_id, force=True, noprune=True)
+        engine.api.remove_image(image_id, force=True, noprune=False)  # its untagged step images go with it
     except docker.errors.APIError:
         pass
 

@@ -11,7 +11,7 @@ from tests.hostile.harness import assert_refused, run
 
 NOWHERE = {"BUNDLER_INDEX_MAP": "https://download.pytorch.org/whl=file:///nonexistent/whl https://pypi.org/simple=file:///nonexistent/pypi"}
 CASES = [
-    ("-r ../shared/common.txt\ntorch\n", 3, ["requirements.in:1", "outside the project", "Copy the file into the project"]),
+    ("-r ../common/common.txt\ntorch\n", 3, ["requirements.in:1", "outside the project", "Copy the file into the project"]),
     ("torch\n-r a.txt\n", 3, ["a.txt:1", "includes it back"]),
     ("torch\ngit+https://github.com/org/tool.git@v1\n", 6, ["requirements.in:2", "a VCS checkout", "./wheels/"]),
     ("torch\ntool @ https://example.org/tool-1.0.tar.gz\n", 6, ["requirements.in:2", "a direct URL", "released version"]),

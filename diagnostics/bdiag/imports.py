@@ -204,11 +204,12 @@ def hint_for(error: str, dist: str, version: str) -> str:
             f"{dist} imports {missing.group(1)}, which is not installed: add the package that provides it to requirements.in "
             f"(often an optional extra, `{dist}[…]`), then `bundler lock`."
         )
-    library = re.search(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file", error)
+    library = re.search(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file|(\w[\w ]*?) library not found", error)
     if library:
         return (
-            f"{dist} needs the system library {library.group(1)}, which this image's base lacks: choose a base image that has it "
-            f"(bundle.toml [target] base_image), or a release of {dist} whose wheel bundles it."
+            f"{dist} needs the system library {library.group(1) or library.group(2)}, which this image's base lacks: choose a base "
+            f"image that has it (bundle.toml [target] base_image), drop {dist} if the project does not need it here, or use a "
+            f"release of {dist} whose wheel bundles the library."
         )
     if re.search(r"cannot import name|has no attribute", error):
         return (

@@ -185,6 +185,22 @@ def test_the_printed_diagnose_command_passes_as_printed(built):
     assert "verdict: no stage failed" in ran.stdout and "modules import" in ran.stdout
 
 
+@pytest.mark.parametrize(
+    "backend, flags",
+    [
+        ("cpu", "--shm-size 2g"),
+        ("cuda", "--gpus all --shm-size 8g"),
+        ("rocm", "--device /dev/kfd --device /dev/dri --group-add video --ipc=host"),
+    ],
+)
+def test_printed_commands_carry_the_backends_flags_and_are_quoted(backend, flags):
+    from bundler.image.runcommand import run_commands
+
+    commands = run_commands("reg.example/team's:tag", backend)
+    assert commands["run"] == f"docker run --rm {flags} 'reg.example/team'\"'\"'s:tag'"
+    assert commands["diagnose"] == commands["run"] + " diagnose"
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_rebuild_takes_the_wheel_from_the_cache(built):

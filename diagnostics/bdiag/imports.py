@@ -188,15 +188,15 @@ def hint_for(error: str, dist: str, version: str) -> str:
     from importlib import metadata
 
     if re.search(
-        r"numpy\.dtype size changed|numpy\.core\.multiarray failed to import|compiled using NumPy 1\.x|_ARRAY_API not found", error
+        r"numpy\.dtype size changed|numpy\.core\.multiarray failed|compiled using NumPy 1\.x|_ARRAY_API not|in the NumPy 2\.0", error
     ):
         try:
             numpy = metadata.version("numpy")
         except metadata.PackageNotFoundError:
             numpy = "?"
         return (
-            f"{dist} {version} was built against NumPy 1.x and this environment has numpy {numpy}: pin `numpy<2` in requirements.in, "
-            f"or require a newer release of {dist} built for NumPy 2; then run `bundler lock --upgrade` and rebuild."
+            f"{dist} {version} was made for NumPy 1.x and this environment has numpy {numpy}: pin `numpy<2` in requirements.in, "
+            f"or require a newer release of {dist} built for NumPy 2; then `bundler lock` and `bundler build`."
         )
     missing = re.search(r"No module named '([^']+)'", error)
     if missing:

@@ -54,18 +54,23 @@ base_digest = ""
 lock = "requirements-rebuild.txt"
 size_budget_mb = 20000
 """
-STAND_INS = {  # PyTorch's own builds, unreachable here: tiny wheels with their names and requirements
-    "torchvision": ("0.28.0+cpu", ["numpy", "torch==2.13.0", "pillow!=8.3.*,>=5.3.0"]),
-    "torchaudio": ("2.13.0+cpu", ["torch==2.13.0"]),
+STAND_INS = {  # PyTorch's own builds, unreachable here: tiny wheels with their names, requirements and subpackages
+    "torchvision": (
+        "0.28.0+cpu",
+        ["numpy", "torch==2.13.0", "pillow!=8.3.*,>=5.3.0"],
+        ("transforms", "datasets", "models", "ops", "io", "utils"),
+    ),
+    "torchaudio": ("2.13.0+cpu", ["torch==2.13.0"], ("transforms", "functional", "io", "models")),
 }
 
 
 def torch_index(root: Path) -> str:
     url = real_torch_index(root, WHEEL)
-    for name, (version, requires) in STAND_INS.items():
+    for name, (version, requires, subpackages) in STAND_INS.items():
         files = root / "whl" / "cpu" / name
         files.mkdir(parents=True, exist_ok=True)
-        _page(files, [_wheel(files, name, version, "cp311-cp311-manylinux_2_28_x86_64", requires)])
+        modules = {f"{name}/__init__.py": f"__version__ = {version!r}\n"} | {f"{name}/{sub}/__init__.py": "" for sub in subpackages}
+        _page(files, [_wheel(files, name, version, "cp311-cp311-manylinux_2_28_x86_64", requires, modules)])
         page = files / "index.html"
         page.write_text(page.read_text().replace("../../../files/", ""))
     return url

@@ -199,6 +199,11 @@ def hint_for(error: str, dist: str, version: str) -> str:
             f"or require a newer release of {dist} built for NumPy 2; then `bundler lock` and `bundler build`."
         )
     missing = re.search(r"No module named '([^']+)'", error)
+    if missing and missing.group(1).split(".")[0] == "pkg_resources":
+        return (
+            f"{dist} {version} imports pkg_resources, which setuptools dropped in release 82: pin `setuptools<82` in requirements.in "
+            f"(torch needs setuptools>=77, so 77-81 fits), or require a newer release of {dist}; then `bundler lock`."
+        )
     if missing:
         return (
             f"{dist} imports {missing.group(1)}, which is not installed: add the package that provides it to requirements.in "

@@ -8,9 +8,9 @@ from source, how many modules imported, the diagnose exit code, and the result â
 refusal (the line or module named, and what to do).
 
 PyTorch's index is unreachable here: BUNDLER_INDEX_MAP points its cpu index at a local
-page holding the real torch 2.13.0+cpu wheel and, for torchvision/torchaudio, stand-in
-wheels with PyTorch's names and requirements (their import proves nothing about the real
-packages). Everything else comes from PyPI. The base is the locally debootstrapped Debian
+page holding the real torch 2.13.0+cpu wheel; torchvision and torchaudio lines are
+commented out (their +cpu builds exist only there, and a stand-in breaks the packages that
+detect and use them: transformers, lightning). Everything else comes from PyPI. The base is the locally debootstrapped Debian
 bookworm + Python 3.11 of the tests (no registry is reachable).
 
 Usage: python bench/bench_projects.py [--only NAME ...] [--keep-images] [--cache DIR]
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests import dockerenv  # noqa: E402
-from tests.fakeindex import _page, _wheel, real_torch_index  # noqa: E402
+from tests.fakeindex import real_torch_index  # noqa: E402
 
 WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 PROJECTS = REPO / "bench" / "projects"
@@ -54,26 +55,22 @@ base_digest = ""
 lock = "requirements-rebuild.txt"
 size_budget_mb = 20000
 """
-STAND_INS = {  # PyTorch's own builds, unreachable here: tiny wheels with their names, requirements and subpackages
-    "torchvision": (
-        "0.28.0+cpu",
-        ["numpy", "torch==2.13.0", "pillow!=8.3.*,>=5.3.0"],
-        ("transforms", "datasets", "models", "ops", "io", "utils"),
-    ),
-    "torchaudio": ("2.13.0+cpu", ["torch==2.13.0"], ("transforms", "functional", "io", "models")),
-}
+UNREACHABLE = ("torchvision", "torchaudio")  # only PyTorch's index has their +cpu builds, and it cannot be reached here
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def torch_index(root: Path) -> str:
-    url = real_torch_index(root, WHEEL)
-    for name, (version, requires, subpackages) in STAND_INS.items():
-        files = root / "whl" / "cpu" / name
-        files.mkdir(parents=True, exist_ok=True)
-        modules = {f"{name}/__init__.py": f"__version__ = {version!r}\n"} | {f"{name}/{sub}/__init__.py": "" for sub in subpackages}
-        _page(files, [_wheel(files, name, version, "cp311-cp311-manylinux_2_28_x86_64", requires, modules)])
-        page = files / "index.html"
-        page.write_text(page.read_text().replace("../../../files/", ""))
-    return url
+def drop_unreachable(project: Path) -> list[str]:
+    """Comment out the torchvision/torchaudio lines (a stand-in would break the packages that detect and use them)."""
+    dropped = []
+    for path in sorted(project.glob("*.in")) + sorted(project.glob("*.txt")):
+        lines = path.read_text().splitlines()
+        for index, line in enumerate(lines):
+            match = _NAME.match(line)
+            if match and match.group(1).lower() in UNREACHABLE:
+                dropped.append(f"{path.name}:{index + 1}: {line.strip()}")
+                lines[index] = f"# (bench: PyTorch's index is unreachable here) {line}"
+        path.write_text("\n".join(lines) + "\n")
+    return dropped
 
 
 def run(argv: list[str], env: dict, timeout: int = 3600) -> tuple[float, subprocess.CompletedProcess]:
@@ -100,7 +97,7 @@ def one(name: str, work: Path, env: dict, base: str) -> dict:
     shutil.copytree(PROJECTS / name, project)
     (project / "bundle.toml").write_text(BUNDLE.format(name=name, package=name.replace("-", "_"), base=base))
     bundler = [sys.executable, "-m", "bundler"]
-    row: dict = {"project": name}
+    row: dict = {"project": name, "dropped": drop_unreachable(project)}
     seconds, done = run([*bundler, "lock", str(project), "--json"], env)
     data = document(done)
     row.update(lock_s=round(seconds, 1), lock_exit=done.returncode)
@@ -158,7 +155,7 @@ def main() -> None:
     env = {
         **os.environ,
         "BUNDLER_CACHE_DIR": str(cache),
-        "BUNDLER_INDEX_MAP": f"https://download.pytorch.org/whl={torch_index(work / 'torch')}",
+        "BUNDLER_INDEX_MAP": f"https://download.pytorch.org/whl={real_torch_index(work / 'torch', WHEEL)}",
     }
     names = args.only or sorted(path.name for path in PROJECTS.iterdir() if path.is_dir())
     rows = []

@@ -43,7 +43,12 @@ for name in sys.argv[2:]:
     except BaseException as error:
         frames = traceback.extract_tb(error.__traceback__)
         where = "%s:%s" % (frames[-1].filename, frames[-1].lineno) if frames else ""
-        text = ("%s: %s" % (type(error).__name__, error))[:1500]
+        causes, cause = [], error.__cause__ or error.__context__
+        while cause is not None and len(causes) < 3:  # lazy importers (transformers) hide the real error in the chain
+            causes.append("%s: %s" % (type(cause).__name__, cause))
+            cause = cause.__cause__ or cause.__context__
+        text = " (caused by ".join(["%s: %s" % (type(error).__name__, error)] + causes[::-1][:1]) + ")" * bool(causes)
+        text = text[:1500]
         event = {"module": name, "event": "error", "error": text, "where": where, "seconds": time.perf_counter() - started}
         out.write(json.dumps(event) + "\n")
 """

@@ -20,7 +20,11 @@ OLD_ABI = (
     "raise ValueError('numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, got 88 from PyObject')"
 )
 PACKAGES = {  # distribution -> (version, {file: text}, top_level.txt or None for RECORD only)
-    "goodpkg": ("1.0", {"goodpkg/__init__.py": "X = 1\n", "tests/__init__.py": "raise SystemExit('never imported')\n"}, "goodpkg\ntests\n"),
+    "goodpkg": (
+        "1.0",
+        {"goodpkg/__init__.py": "X = 1\n", "tests/__init__.py": "raise SystemExit('never imported')\n", "goodpkg/_ext.py": ""},
+        "goodpkg\ntests\n_ext\next\n",
+    ),  # fmt: skip
     "oldabi": ("1.2.2", {"oldabi/__init__.py": OLD_ABI + "\n"}, "oldabi\n"),
     "record-only": ("0.1", {"recordonly.py": "Y = 2\n"}, None),
     "wants-extra": ("3.0", {"wantsextra/__init__.py": "import not_installed_here\n"}, "wantsextra\n"),
@@ -60,7 +64,8 @@ def lock_with(folder: Path, direct: list[str]) -> Path:
 def test_failures_name_the_module_the_error_and_a_hint(site, tmp_path):
     lock = lock_with(tmp_path / "p", ["goodpkg", "oldabi", "record-only", "wants-extra", "not-installed"])
     report = imports.check(str(lock), sys.executable, budget_s=60)
-    assert (report["distributions"], report["modules"], report["imported"]) == (4, 4, 2)  # tests/ is no module of goodpkg
+    # tests/ is no module of goodpkg; ext is named by top_level.txt but installed inside goodpkg (as pesq's cypesq is)
+    assert (report["distributions"], report["modules"], report["imported"]) == (4, 4, 2)
     failed = {item["module"] or item["distribution"]: item for item in report["failures"]}
     assert set(failed) == {"oldabi", "wantsextra", "not-installed"}
     assert failed["oldabi"]["distribution"] == "oldabi" and "numpy.dtype size changed" in failed["oldabi"]["error"]

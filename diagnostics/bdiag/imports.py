@@ -72,14 +72,24 @@ def direct_names(lock_path: str) -> list | None:
 
 
 def top_level_modules(dist) -> list:
-    """Importable top-level names of an installed distribution (metadata, not guesses)."""
+    """Importable top-level names of an installed distribution (metadata, not guesses).
+
+    top_level.txt can name an extension that setup.py placed inside the package (pesq
+    lists ``cypesq``, installed as ``pesq/cypesq….so``): a name counts only when RECORD
+    installs it at the top."""
     text = dist.read_text("top_level.txt")
     names = [line.strip().split("/")[0] for line in text.splitlines()] if text else _from_record(dist)
+    installed = {_top_name(item.parts) for item in dist.files} if dist.files else None
     seen = []
     for name in names:
-        if name and name.isidentifier() and not name.startswith("_") and name not in NOT_MODULES and name not in seen:
+        wanted = name and name.isidentifier() and not name.startswith("_") and name not in NOT_MODULES
+        if wanted and name not in seen and (installed is None or name in installed):
             seen.append(name)
     return seen
+
+
+def _top_name(parts: tuple) -> str:
+    return parts[0].split(".")[0] if len(parts) == 1 else parts[0]
 
 
 def _from_record(dist) -> list:

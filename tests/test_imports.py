@@ -28,6 +28,7 @@ PACKAGES = {  # distribution -> (version, {file: text}, top_level.txt or None fo
     "oldabi": ("1.2.2", {"oldabi/__init__.py": OLD_ABI + "\n"}, "oldabi\n"),
     "record-only": ("0.1", {"recordonly.py": "Y = 2\n"}, None),
     "wants-extra": ("3.0", {"wantsextra/__init__.py": "import not_installed_here\n"}, "wantsextra\n"),
+    "needsnewer": ("2.0", {"needsnewer/__init__.py": "raise ImportError('pyarrow requires NumPy 2.0 or newer, found 1.26.4')\n"}, None),
     "crasher": ("1.0", {"crasher/__init__.py": "import os\nos.abort()\n"}, "crasher\n"),
     "sleeper": ("1.0", {"sleeper/__init__.py": "import time\ntime.sleep(60)\n"}, "sleeper\n"),
 }
@@ -62,12 +63,13 @@ def lock_with(folder: Path, direct: list[str]) -> Path:
 
 
 def test_failures_name_the_module_the_error_and_a_hint(site, tmp_path):
-    lock = lock_with(tmp_path / "p", ["goodpkg", "oldabi", "record-only", "wants-extra", "not-installed"])
+    lock = lock_with(tmp_path / "p", ["goodpkg", "oldabi", "record-only", "wants-extra", "needsnewer", "not-installed"])
     report = imports.check(str(lock), sys.executable, budget_s=60)
     # tests/ is no module of goodpkg; ext is named by top_level.txt but installed inside goodpkg (as pesq's cypesq is)
-    assert (report["distributions"], report["modules"], report["imported"]) == (4, 4, 2)
+    assert (report["distributions"], report["modules"], report["imported"]) == (5, 5, 2)
     failed = {item["module"] or item["distribution"]: item for item in report["failures"]}
-    assert set(failed) == {"oldabi", "wantsextra", "not-installed"}
+    assert set(failed) == {"oldabi", "wantsextra", "needsnewer", "not-installed"}
+    assert "pin an older pyarrow made for NumPy 1.x" in failed["needsnewer"]["hint"]
     assert failed["oldabi"]["distribution"] == "oldabi" and "numpy.dtype size changed" in failed["oldabi"]["error"]
     assert "pin `numpy<2`" in failed["oldabi"]["hint"] and "newer release of oldabi" in failed["oldabi"]["hint"]
     assert "not_installed_here" in failed["wantsextra"]["hint"] and failed["not-installed"]["status"] == "missing"

@@ -213,6 +213,12 @@ def hint_for(error: str, dist: str, version: str) -> str:
             f"{dist} {version} was made for NumPy 1.x and this environment has numpy {numpy}: pin `numpy<2` in requirements.in, "
             f"or require a newer release of {dist} built for NumPy 2; then `bundler lock` and `bundler build`."
         )
+    newer = re.search(r"(\S+) requires NumPy ([\d.]+) or newer, found ([\d.]+)", error)
+    if newer:
+        return (
+            f"{newer.group(1)}, which {dist} imports, is a release made for NumPy {newer.group(2)}+ while numpy {newer.group(3)} is "
+            f"pinned: pin an older {newer.group(1)} made for NumPy 1.x in requirements.in (or lift the numpy pin); then `bundler lock`."
+        )
     missing = re.search(r"No module named '([^']+)'", error)
     if missing and missing.group(1).split(".")[0] == "pkg_resources":
         return (

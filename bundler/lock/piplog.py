@@ -8,6 +8,7 @@ from pathlib import Path
 from bundler.errors import ExternalError, LockError
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
+from bundler.lock.uvresolve import uv_summary
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
 
@@ -52,10 +53,13 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
     lacking = _index_without_torch(spec, log, indexes)
     if lacking is not None:
         return lacking
-    errors = [line for line in lines if line.startswith("ERROR:")]
-    causes = _conflict_causes(log)
-    summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
-    summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
+    if spec.resolver == "uv":
+        summary = uv_summary(log)
+    else:
+        errors = [line for line in lines if line.startswith("ERROR:")]
+        causes = _conflict_causes(log)
+        summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
+        summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
     requirements = spec.bundle.root / REQUIREMENTS_IN
     hint = f"Loosen or fix the pins in {requirements} named above. The previous lock was not touched."
     if kept_pins:
@@ -74,9 +78,8 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
 def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:
     """When pip found no torch build, the index (a BUNDLER_INDEX_MAP mirror, say) that should serve it, named."""
     torch = f"torch=={spec.pins['torch']}"
-    if not re.search(
-        rf"(No matching distribution found|Could not find a version that satisfies the requirement) {re.escape(torch)}\b", log
-    ):
+    said = r"(No matching distribution found for|Could not find a version that satisfies the requirement|there is no version of)"
+    if not re.search(rf"{said} {re.escape(torch)}(?![\w.+])", log) and "torch was not found in the package registry" not in log:
         return None
     from packaging.version import Version
 

@@ -24,7 +24,9 @@ from bundler.lock.hashes import hash_body
 from bundler.lock.piplog import resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
+from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
 from bundler.pipsettings import PipSettings, cache_dir, host_pip_settings, index_map, open_url, pip_environment, resolution_url
+from bundler.target.versions import DOCKER_ARCH
 
 # pip 25.3 is the first whose resolver no longer downloads every chosen wheel once their
 # metadata is known (PEP 658 or fast-deps): 4 GB for a CUDA torch before it.
@@ -37,6 +39,7 @@ class Resolution:
     where: str  # "host" | "container <image>"
     seconds: float
     log: str
+    resolver: str = ""  # "pip-tools 7.6.2" | "uv 0.13.9"
 
 
 def resolution_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -88,31 +91,33 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolut
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
         kept_pins = bool(previous_body) and not upgrade
-        if kept_pins:  # pip-compile keeps existing pins that still fit
+        if kept_pins:  # both resolvers keep an output file's pins that still fit
             (work_dir / "lock.txt").write_text(previous_body, encoding="utf-8")
         started = time.monotonic()
-        if spec.host_mismatch:
+        if spec.resolver == "uv":
+            cache = str(cache_dir())
+            argv = uv_argv(spec.target, urls, "lock.txt")
+            completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache), capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}"
+        elif spec.host_mismatch:
             code, log, where = _resolve_in_container(spec, settings, pairs, urls, work_dir)
+            tool = f"pip-tools {_piptools_version()}"
         else:
             cache = str(cache_dir())
-            argv = [
-                sys.executable,
-                "-m",
-                "piptools",
-                "compile",
-                *_compile_args(urls, settings, cache),
-                "-o",
-                "lock.txt",
-                REQUIREMENTS_IN,
-            ]
-            completed = subprocess.run(
-                argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True
-            )
-            code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
+            argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(urls, settings, cache), "-o", "lock.txt", REQUIREMENTS_IN]
+            env = pip_environment(settings, cache, settings.cert)
+            completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}"
         if code != 0:
             raise resolution_error(spec, log, where, indexes, kept_pins)
         body = hash_body((work_dir / "lock.txt").read_text(encoding="utf-8"), urls, settings)
-    return Resolution(body, where, time.monotonic() - started, log)
+    return Resolution(body, where, time.monotonic() - started, log, tool)
+
+
+def _piptools_version() -> str:
+    from importlib.metadata import version
+
+    return version("pip-tools")
 
 
 def _resolve_in_container(
@@ -123,6 +128,7 @@ def _resolve_in_container(
     from bundler.engine import base_image
 
     image_id = base_image(client, image).image_id
+    _check_architecture(client, image, spec.target.platform)
     cache = cache_dir()
     tools = _tools_wheelhouse(spec.target.python, cache)
     volumes = {
@@ -170,12 +176,21 @@ def _resolve_in_container(
         user=f"{os.getuid()}:{os.getgid()}",
         detach=True,
         network_mode="bridge",
+        platform=f"linux/{DOCKER_ARCH[spec.target.platform]}",
     )
     try:
         code = container.wait().get("StatusCode", 1)
         log = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
     finally:
         container.remove(force=True)
+    if code in (126, 127) or "exec format error" in log:
+        raise LockError(
+            f"this engine cannot run the {DOCKER_ARCH[spec.target.platform]} image {image} that resolution for "
+            f"{spec.target.platform} needs: {log.strip()[-200:] or f'exit {code}'}",
+            hint="Let the engine emulate it (Debian: apt-get install qemu-user-static binfmt-support), or resolve on this host with "
+            "`bundler lock --resolver uv`.",
+            value=image,
+        )
     if code == 42:
         raise LockError(
             f"resolution must run in the target image {image}, but it has no python{spec.target.python}: {log.strip()[-200:]}",
@@ -184,6 +199,18 @@ def _resolve_in_container(
             value=image,
         )
     return code, log, f"container {image}"
+
+
+def _check_architecture(client, image: str, platform: str) -> None:
+    """pip-compile resolves for the machine it runs on: the image must be the Target's architecture."""
+    found = client.images.get(image).attrs.get("Architecture", "")
+    if found and found != DOCKER_ARCH[platform]:
+        raise LockError(
+            f"the base image {image} is {found}, but the Target is {platform}: pip-compile in it would resolve for {found}.",
+            hint=f"Set [target] base_image to a {DOCKER_ARCH[platform]} image with the Target's Python, or resolve on this host "
+            "with `bundler lock --resolver uv`.",
+            value=image,
+        )
 
 
 def _local_link_targets(pairs: list[tuple[str, str]]) -> set[Path]:
@@ -215,9 +242,7 @@ def _engine(spec: LockSpec, image: str):
 
 def _tools_wheelhouse(python: str, cache: Path) -> Path:
     """Pure-Python wheels of pip-tools and its dependencies for the container, fetched once."""
-    from importlib.metadata import version
-
-    tools = cache / "tools" / f"pip-tools-{version('pip-tools')}-pip25-py{python}"
+    tools = cache / "tools" / f"pip-tools-{_piptools_version()}-pip25-py{python}"
     if (tools / ".ready").is_file():
         return tools
     tools.mkdir(parents=True, exist_ok=True)
@@ -238,7 +263,7 @@ def _tools_wheelhouse(python: str, cache: Path) -> Path:
         "none",
         "--platform",
         "any",
-        f"pip-tools=={version('pip-tools')}",
+        f"pip-tools=={_piptools_version()}",
         PIP_FLOOR,
     ]
     completed = subprocess.run(argv, capture_output=True, text=True)

@@ -60,6 +60,7 @@ def run_lock(
     python=None,
     torch_index=None,
     platform=None,
+    resolver="pip-tools",
     upgrade=False,
     dry_run=False,
     say=lambda text: None,
@@ -68,7 +69,7 @@ def run_lock(
     target = requested_target(
         bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, torch_index=torch_index, platform=platform
     )
-    spec = make_spec(bundle, target, table)
+    spec = make_spec(bundle, target, table, resolver)
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)
     lock = read_lock(spec.lock_path, spec.requirements_in, target)
@@ -94,10 +95,11 @@ def run_lock(
         previous = lock.install_body
     say(
         f"Resolving {target.describe()} against {' + '.join([spec.index_url, *spec.extra_index_urls])}"
-        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else " on this host")
+        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else f" on this host with {spec.resolver}")
         + " …"
     )
     resolution = resolve(spec, previous, upgrade)
+    where = "on this host" if resolution.where == "host" else f"in a {resolution.where}"
     header = LockHeader(
         target=target_fields(target),
         build=spec.build.tag,
@@ -106,6 +108,7 @@ def run_lock(
         base_image=spec.base_image,
         bundler_version=__version__,
         input_sha256=spec.input_sha256,
+        resolver=f"{resolution.resolver} {where} for {target.platform}",
     )
     text = render_lock(spec.lock_path.name, header, resolution.body)
     ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)

@@ -182,10 +182,10 @@ def resolver_figures(args) -> None:
         torch_root = real_torch_index(work / "torchindex", args.wheel)
         print("\nResolvers side by side (one cold lock each, warm = median of --upgrade with the cache filled):")
         print(f"  {'Target':<44}{'resolver':<11}{'cold':>9}{'warm':>9}  cache after cold  pins")
-        for name, requirements, flags in RESOLVER_TARGETS:
+        for number, (name, requirements, flags) in enumerate(RESOLVER_TARGETS):
             pins = {}
             for resolver in ("pip-tools", "uv"):
-                cells = _resolver_cell(work / f"{len(pins)}-{resolver}", torch_root, requirements, flags, resolver, args)
+                cells = _resolver_cell(work / f"{number}-{resolver}", torch_root, requirements, flags, resolver, args)
                 if isinstance(cells, str):
                     print(f"  {name:<44}{resolver:<11}{'—':>9}{'—':>9}  {cells}")
                     continue

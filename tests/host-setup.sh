@@ -8,6 +8,7 @@ missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+python3 -c "import ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "host-setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -28,8 +28,8 @@ SKY_NAMES = {
 
 
 def first_ip(variable: str) -> str:
-    """The shell line that sets MASTER_ADDR to the first of SkyPilot's node IPs (node 0's)."""
-    return f"MASTER_ADDR=$(printf '%s\\n' \"${{{variable}}}\" | head -n 1)"
+    """The shell line that sets MASTER_ADDR to the first line of SkyPilot's node IPs (node 0's), without a pipe."""
+    return f"MASTER_ADDR=\"${{{variable}%%$'\\n'*}}\""
 
 
 def accelerator(inputs) -> str:

@@ -39,7 +39,7 @@ def render(inputs) -> str:
         *_image_lines(inputs),
         'RUNS="${BUNDLE_RUNS:-${SLURM_SUBMIT_DIR:-.}/runs}"',
         'mkdir -p "$RUNS"',
-        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        'MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)',  # sed reads all: no SIGPIPE under pipefail
         f'DIAGNOSTICS_ENDPOINT="$MASTER_ADDR:{launch.DIAGNOSTICS_PORT}"',
         f'ENTRY_ENDPOINT="$MASTER_ADDR:{launch.ENTRY_PORT}"',
         "APPTAINER=("

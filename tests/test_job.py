@@ -190,15 +190,20 @@ def run_sbatch(script: Path, folder: Path, **extra: str) -> tuple[subprocess.Com
     return completed, [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def test_slurm_script_is_shellcheck_clean_and_runs_diagnostics_then_the_entry(project_of, tmp_path):
-    project = project_of("cuda", "B200", 2)
-    archive = tmp_path / "my image's.tar"  # a space and a quote: quoting must hold
-    archive.write_bytes(b"not really a tar, but hashed like one")
-    (tmp_path / "my image's.tar.sha256").write_text(f"{hashlib.sha256(archive.read_bytes()).hexdigest()}  {archive.name}\n")
-    completed, result = job(project, "slurm", "--nodes", "2", "--image", str(archive), "-o", str(tmp_path / "job.sbatch"))
+def slurm_job_of_an_export(project: Path, archive: Path) -> tuple[Path, Path, dict]:
+    """A 2-node sbatch script for ``archive``, written as `bundler build --export` writes one (with FILE.tar.sha256)."""
+    archive.write_bytes(b"exported")
+    archive.with_name(archive.name + ".sha256").write_text(f"{hashlib.sha256(b'exported').hexdigest()}  {archive.name}\n")
+    completed, result = job(project, "slurm", "--nodes", "2", "--image", str(archive), "-o", str(archive.parent / "job.sbatch"))
     assert completed.returncode == 0, completed.stderr
     script = Path(result["path"])
     shell_checks(script)
+    return archive, script, result
+
+
+def test_slurm_script_is_shellcheck_clean_and_runs_diagnostics_then_the_entry(project_of, tmp_path):
+    project = project_of("cuda", "B200", 2)
+    archive, script, result = slurm_job_of_an_export(project, tmp_path / "my image's.tar")  # a space and a quote: quoting must hold
     text = script.read_text()
     assert text.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2\n" in text and "#SBATCH --gpus-per-node=2\n" in text
     fields, _ = jobfile.split(text)
@@ -228,13 +233,7 @@ def test_slurm_script_is_shellcheck_clean_and_runs_diagnostics_then_the_entry(pr
 
 def test_slurm_stops_when_the_diagnostics_fail_or_the_archive_is_not_the_exported_one(project_of, tmp_path):
     project = project_of("cpu", "RTX 4090", 2)
-    archive = tmp_path / "example.tar"
-    archive.write_bytes(b"exported")
-    (tmp_path / "example.tar.sha256").write_text(f"{hashlib.sha256(b'exported').hexdigest()}  example.tar\n")
-    completed, result = job(project, "slurm", "--nodes", "2", "--image", str(archive), "-o", str(tmp_path / "job.sbatch"))
-    assert completed.returncode == 0, completed.stderr
-    script = Path(result["path"])
-    shell_checks(script)
+    archive, script, result = slurm_job_of_an_export(project, tmp_path / "example.tar")
     assert "--gpus-per-node" not in script.read_text() and "--nv" not in script.read_text()
 
     ran, calls = run_sbatch(script, tmp_path, STUB_FAIL_DIAGNOSTICS="1")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bundler.errors import ExistsError
+from bundler.errors import ExistsError, UsageError
 from bundler.fsutil import atomic_write_text, sha256_bytes
 
 _FIELD = re.compile(r"^# ([a-z0-9-]+): (.*)$")
@@ -43,6 +43,8 @@ def split(text: str) -> tuple[dict[str, str], str]:
 def write(path: Path, text: str) -> bool:
     """Write ``text`` to ``path`` atomically; False when it already held exactly that."""
     path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"-o {path} is a folder.", hint=f"Name the file to write, e.g. {path / 'job.yaml'}.", path=path, value=str(path))
     if path.is_file() or path.is_symlink():
         old = _replaceable(path)
         if old == text:

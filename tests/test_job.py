@@ -301,16 +301,21 @@ def test_sky_setup_and_run_scripts_are_shellcheck_clean(project_of, tmp_path):
 
 
 # --- what every engine shares -----------------------------------------------------------------------
-def test_regenerating_an_unchanged_job_rewrites_nothing_and_json_is_one_document(project_of):
+@pytest.mark.parametrize(("engine", "launcher"), [("sky", "sky launch -c example"), ("k8s", "kubectl apply -f"), ("slurm", "sbatch")])
+def test_regenerating_an_unchanged_job_rewrites_nothing_and_a_new_image_replaces_it(project_of, engine, launcher):
     project = project_of("cuda", "RTX 4090", 1)
-    completed, first = job(project, "sky", "--image", f"{REGISTRY}:1")
+    completed, first = job(project, engine, "--image", f"{REGISTRY}:1")
     assert completed.returncode == 0 and first["written"] is True
     path = Path(first["path"])
-    assert path == project / "job-sky.yaml"
+    assert path.parent == project and path.name.startswith(f"job-{engine}.")
     before = path.stat().st_mtime_ns
-    completed, again = job(project, "sky", "--image", f"{REGISTRY}:1")
-    assert completed.returncode == 0 and again["written"] is False and path.stat().st_mtime_ns == before
-    assert again["launch_command"] == f"sky launch -c {again['name']} {path}"
+    completed, again = job(project, engine, "--image", f"{REGISTRY}:1")
+    assert completed.returncode == 0, completed.stderr
+    assert again["written"] is False and path.stat().st_mtime_ns == before
+    assert again["launch_command"] == f"{launcher} {path}"
+    completed, newer = job(project, engine, "--image", f"{REGISTRY}:2")
+    assert completed.returncode == 0 and newer["written"] is True
+    assert jobfile.split(path.read_text())[0]["image"] == f"{REGISTRY}:2"
 
 
 def test_without_image_the_local_tag_is_used_and_the_note_says_how_to_push(project_of):

@@ -16,12 +16,13 @@ from bundler.fsutil import atomic_write_text, sha256_bytes
 
 _FIELD = re.compile(r"^# ([a-z0-9-]+): (.*)$")
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]")
+_TITLE = "# Written by `bundler job "
 
 
 def compose(engine: str, record: dict, body: str, *, shebang: str = "") -> str:
     """The file's text: optional shebang, the header recording ``record``, then ``body``."""
     lines = [shebang] if shebang else []
-    lines.append(f"# Written by `bundler job {engine}`: regenerate it with that command rather than edit it by hand.")
+    lines.append(f"{_TITLE}{engine}`: regenerate it with that command rather than edit it by hand.")
     fields = {"bundler-job": engine, **record, "body-sha256": sha256_bytes(body.encode("utf-8"))}
     lines += [f"# {key}: {_UNPRINTABLE.sub('?', str(value))}" for key, value in fields.items()]
     return "\n".join(lines) + "\n" + body
@@ -31,11 +32,10 @@ def split(text: str) -> tuple[dict[str, str], str]:
     """(header fields, body) of a job file."""
     lines = text.splitlines(keepends=True)
     index = 1 if lines and lines[0].startswith("#!") else 0
+    index += 1 if index < len(lines) and lines[index].startswith(_TITLE) else 0
     fields: dict[str, str] = {}
-    while index < len(lines) and lines[index].startswith("#"):
-        match = _FIELD.match(lines[index].rstrip("\n"))
-        if match:
-            fields[match.group(1)] = match.group(2)
+    while index < len(lines) and (match := _FIELD.match(lines[index].rstrip("\n"))):  # the body may start with comments (#SBATCH)
+        fields[match.group(1)] = match.group(2)
         index += 1
     return fields, "".join(lines[index:])
 

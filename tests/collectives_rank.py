@@ -32,7 +32,9 @@ def main(folder: str, *flags: str) -> int:
     checkup = Checkup(probe=Probe(), backend="cpu", backend_source="test", bundle=None, results_dir=None)
     checkup.torch = torch
     result = StageResult(collectives.NAME, 10)
+    start = time.perf_counter()
     collectives.run(checkup, result)
+    result.seconds = time.perf_counter() - start
     Path(folder, f"rank{os.environ['RANK']}.json").write_text(json.dumps(result.as_dict()))
     return COLLECTIVES_FAILED if result.status == "fail" else 0
 

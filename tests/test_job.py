@@ -343,6 +343,21 @@ def test_the_entry_becomes_torchruns_arguments(entry, env, args, tmp_path):
     assert launch.entry(Bundle) == launch.Entry(env, args)
 
 
+@pytest.mark.parametrize(
+    ("project_name", "package", "expected"),
+    [("Document Classifier Pilot", "doc", "document-classifier-pilot"), ("2024 Pilot!", "p", "job-2024-pilot"), ("ÉÉ", "my_pkg", "my-pkg")],
+)
+def test_job_names_are_labels_kubernetes_accepts(project_name, package, expected):
+    from bundler.jobs.inputs import JobInputs
+
+    class Bundle:
+        name = project_name
+
+    Bundle.package = package
+    name = JobInputs("k8s", Bundle, "0" * 64, "H200", 1, 1, 1, None).name
+    assert name == expected and len(name) <= 40
+
+
 def test_the_help_lists_the_three_engines():
     completed = subprocess.run([sys.executable, "-m", "bundler", "job", "--help"], capture_output=True, text=True, timeout=60)
     assert completed.returncode == 0

@@ -74,6 +74,7 @@ def load_tasks(python: Path, *paths: Path) -> dict:
     return json.loads(loaded.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_skypilots_loader_reads_every_task_bundler_writes(skypilot_python, tmp_path_factory, fake_index, tmp_path):
     cases = {  # backend, card, lots, nodes -> the accelerators SkyPilot must read
         "cuda": ("cuda", "B200", 4, "2", {"B200": 4}),

@@ -55,9 +55,13 @@ class JobInputs:
 
     @property
     def name(self) -> str:
-        """A DNS-1123 label from the project's name: Kubernetes objects, the cluster, the Slurm job."""
-        slug = re.sub(r"[^a-z0-9]+", "-", self.bundle.name.lower()).strip("-")[:MAX_NAME].strip("-")
-        return slug or re.sub(r"[^a-z0-9]+", "-", self.bundle.package.lower()).strip("-")[:MAX_NAME].strip("-") or "bundle"
+        """A DNS-1035 label from the project's name (a Service's name starts with a letter): Kubernetes
+        objects, the SkyPilot cluster, the Slurm job."""
+        for source in (self.bundle.name, self.bundle.package):
+            slug = re.sub(r"[^a-z0-9]+", "-", source.lower()).strip("-")
+            if slug:
+                return (slug if slug[0].isalpha() else f"job-{slug}")[:MAX_NAME].strip("-")
+        return "bundle"
 
     def record(self) -> dict:
         """What every job file records, so that what ran is traceable."""

@@ -18,7 +18,7 @@ FLOORS = (
     ("bundler.__main__",),
     ("bundler.cli",),
     ("bundler.portability",),
-    ("bundler.diagnose",),
+    ("bundler.diagnose", "bundler.jobs"),
     ("bundler.image",),
     ("bundler.lock", "bundler.scaffold"),
     ("bundler.evidence", "bundler.target", "bundler.engine", "bundler.pipsettings"),

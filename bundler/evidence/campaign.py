@@ -73,7 +73,9 @@ class Campaign:
 
 
 # -- loading and validation -----------------------------------------------------------
-def load_campaign(project: Path) -> Campaign:
+def load_campaign(project: Path, *, priced: bool = True) -> Campaign:
+    """plan.toml and its catalog, checked; ``priced=False`` for readers of the order alone
+    (card, lots), such as `bundler job`, which need no price for the chosen duration."""
     path = Path(project) / PLAN_FILE
     raw = _read_toml(path, "`bundler new` writes one; copy it from a new project or write [package] card/days/lots and [[steps]].")
     catalog_path = (path.parent / str(raw.get("catalog", DEFAULT_CATALOG))).resolve()
@@ -105,7 +107,7 @@ def load_campaign(project: Path) -> Campaign:
             path=path,
             value=lots,
         )
-    if days not in card.prices:
+    if priced and days not in card.prices:
         raise ProjectFileError(
             f"the catalog {catalog_path} has no {days}-day price for {card.name}.",
             hint=f'Add it under [cards."{card.name}".price] as {days} = "<USD per lot>" from the offer you see; priced durations: '

@@ -5,12 +5,24 @@ from __future__ import annotations
 import shutil
 import tempfile
 
+from bdiag import distributed
+
 NAME = "collectives"
 NEEDS_TORCH = True
 WORLD = 2
 
 
 def run(checkup, result) -> None:
+    # Under torchrun: the job's all_reduce across processes and nodes, then this node's check.
+    launch = distributed.launch_from(checkup.probe.environ())
+    if launch is not None:
+        distributed.run(checkup, result, launch, local=run_local)
+        return
+    run_local(checkup, result)
+
+
+def run_local(checkup, result) -> None:
+    """The check of this machine alone: its GPUs (or gloo on the CPU) in fresh processes."""
     probe, torch = checkup.probe, checkup.torch
     if checkup.gpu:
         count = probe.device_count(torch) if probe.cuda_available(torch) else 0

@@ -9,13 +9,15 @@ NAME = "compute"
 NEEDS_TORCH = True
 CHECK_SIZE = 512
 TOLERANCE = {"float32": 5e-3, "bfloat16": 3e-2, "float16": 1e-2}  # relative Frobenius error; fp32 allows TF32
-# Bits of nvidia-smi's clocks_event_reasons.active that mean the card slowed down on its own.
+# Bits of nvidia-smi's clocks_event_reasons.active (NVML's nvmlClocksEventReason*) that mean
+# the clocks were held below what the load asked for.
 CLOCK_REASONS = {
+    0x2: "applications clocks setting (clocks locked or set low)",
     0x4: "software power cap",
     0x8: "hardware slowdown",
-    0x40: "software thermal slowdown",
-    0x80: "hardware thermal slowdown",
-    0x100: "hardware power brake",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
 }
 
 

@@ -101,6 +101,8 @@ class Checkup:
     bundle: BundleInfo | None
     results_dir: str | None  # None: a temporary folder chosen by the io stage
     keep_going: bool = False
+    order: object = None  # bdiag.order.Order: what plan.toml says was paid for; None without a plan
+    order_error: object = None  # bdiag.order.OrderError when plan.toml or its catalog cannot be used
     torch: object = None  # the imported module once the torch stage passed
     facts: dict = field(default_factory=dict)  # what earlier stages measured, for later ones
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import platform
@@ -10,17 +9,16 @@ import sys
 import time
 import traceback
 
-from bdiag import VERSION, report
-from bdiag.checkup import BACKENDS, Checkup, find_bundle
+from bdiag import VERSION, report, usage
+from bdiag.checkup import BACKENDS, Checkup, find_bundle, load_toml
+from bdiag.order import OrderError, read_order
 from bdiag.probe import Probe
 from bdiag.result import FAIL, StageResult
 from bdiag.stages import ORDER
 
-USAGE_EXIT = 2
 
-
-def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(
+def parser() -> usage.Parser:
+    parse = usage.Parser(
         prog="python diagnostics/run.py",
         description="Staged checks of this machine for a bundle: interpreter, packages, torch, device, compute, "
         "extensions, memory, io, checkpoint, collectives. Exit 0 when no stage failed, "
@@ -39,11 +37,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None, probe: Probe | None = None, stream=None) -> int:
     try:
         args = parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0) if exit_.code in (0, None) else USAGE_EXIT
-    if args.project and not os.path.isdir(args.project):
-        sys.stderr.write(f"run.py: --project {args.project} is not a folder\n")
-        return USAGE_EXIT
+        if args.project:
+            usage.check_project(args.project)
+        usage.check_destinations({"--json": args.json})
+    except usage.Usage as error:
+        sys.stderr.write(error.line())
+        return usage.EXIT
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0)
     probe = probe or Probe()
     checkup = build_checkup(args, probe)
     started = time.time()
@@ -62,8 +63,9 @@ def main(argv=None, probe: Probe | None = None, stream=None) -> int:
         try:
             report.write_json(args.json, build_report(checkup, results, code, started))
         except OSError as error:
-            sys.stderr.write(f"run.py: cannot write the JSON report {args.json}: {error.strerror or error}\n")
-            return code or USAGE_EXIT
+            failed = usage.Usage(f"--json {args.json} cannot be written: {error.strerror or error}.", "Free space or pick another file.")
+            sys.stderr.write(failed.line())
+            return code or usage.EXIT
     return code
 
 
@@ -76,7 +78,7 @@ def build_checkup(args, probe) -> Checkup:
     results_dir = args.results
     if results_dir is None and bundle is not None and not bundle.error:
         results_dir = os.path.join(bundle.root, str(bundle.diagnostics.get("results_dir", "runs")))
-    return Checkup(
+    checkup = Checkup(
         probe=probe,
         backend=backend,
         backend_source=source if backend else "inferred",
@@ -84,6 +86,12 @@ def build_checkup(args, probe) -> Checkup:
         results_dir=results_dir,
         keep_going=args.keep_going,
     )
+    if bundle is not None and not bundle.error:
+        try:
+            checkup.order = read_order(bundle.root, load_toml)
+        except OrderError as error:
+            checkup.order_error = error
+    return checkup
 
 
 def run_stages(checkup: Checkup, on_result=None) -> list:
@@ -115,6 +123,7 @@ def run_stages(checkup: Checkup, on_result=None) -> list:
 
 def build_report(checkup: Checkup, results: list, code: int, started: float) -> dict:
     first = next((result for result in results if result.status == FAIL), None)
+    order = next((result.values["order"] for result in results if "order" in result.values), None)
     return {
         "diagnostics_version": VERSION,
         "backend": checkup.backend,
@@ -126,6 +135,7 @@ def build_report(checkup: Checkup, results: list, code: int, started: float) -> 
         "seconds": round(time.time() - started, 3),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "order": order,
         "stages": [result.as_dict() for result in results],
         "first_failure": first.name if first else None,
         "exit_code": code,

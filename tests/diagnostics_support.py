@@ -70,6 +70,9 @@ def gpu_probe(**observed) -> FakeProbe:
         device_matmul=lambda torch_, a, b, device_, dtype: (a.to(dtype) @ b.to(dtype)).to(torch.float64),
         matmul_tflops=800.0,
         copy_bandwidth_tbs=4.2,
+        host_to_device_gb_s=52.0,
+        peer_access=True,
+        nvlink_links={},
     )
     defaults.update(observed)
     return FakeProbe(**defaults)

@@ -80,6 +80,10 @@ def read_bundle(path: str) -> BundleInfo:
     if backend not in BACKENDS:
         info.error = f"[target] backend is {backend!r}, expected one of {', '.join(BACKENDS)}"
         return info
+    workers = diagnostics.get("dataloader_workers", 0)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        info.error = f"[diagnostics] dataloader_workers must be a whole number of DataLoader workers (0 or more), got {workers!r}"
+        return info
     bad = [item for item in extensions if not isinstance(item, dict) or not isinstance(item.get("module"), str)]
     if bad:
         info.error = 'every [[extensions]] entry needs a module = "import.name"'

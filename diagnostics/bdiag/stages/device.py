@@ -11,7 +11,7 @@ from bdiag.datasheet import (
     nvidia_driver_minimums,
     rocm_arch_base,
 )
-from bdiag.stages import received
+from bdiag.stages import card, received
 
 NAME = "device"
 NEEDS_TORCH = True
@@ -60,6 +60,10 @@ def run(checkup, result) -> None:
         _memory_vs_datasheet(checkup, result, info)
     if checkup.backend == "cuda":
         _mig_and_ecc(checkup, result, visible)
+    state = card.read_state(checkup, devices) if checkup.backend == "cuda" else {}
+    apps = probe.compute_apps() if checkup.backend == "cuda" else []
+    for info in devices:
+        card.judge_busy(checkup, result, info, state.get(card.smi_uuid(info), {}), apps)
     received.compare(checkup, result, devices)
     first = devices[0]
     result.summary = f"{len(devices)} × {first['name']}, {first['total_memory'] / GIB:.0f} GiB"

@@ -9,7 +9,7 @@ import sys
 import time
 import traceback
 
-from bdiag import VERSION, report, usage
+from bdiag import VERSION, html, report, summary, usage
 from bdiag.checkup import BACKENDS, Checkup, find_bundle, load_toml
 from bdiag.order import OrderError, read_order
 from bdiag.probe import Probe
@@ -28,6 +28,7 @@ def parser() -> usage.Parser:
         "--backend", choices=BACKENDS, help="expected backend (default: the bundle's [target] backend, else what torch finds)"
     )
     parse.add_argument("--json", metavar="FILE", help="write the JSON report to FILE (atomically)")
+    parse.add_argument("--report", metavar="FILE.html", help="write the report people read to FILE.html: one self-contained page")
     parse.add_argument("--keep-going", action="store_true", help="run every stage even after a failure")
     parse.add_argument("--project", metavar="DIR", help="project folder holding bundle.toml (default: see README.md)")
     parse.add_argument("--results", metavar="DIR", help="results folder to test for space, speed and checkpoints (default: <project>/runs)")
@@ -39,7 +40,7 @@ def main(argv=None, probe: Probe | None = None, stream=None) -> int:
         args = parser().parse_args(argv)
         if args.project:
             usage.check_project(args.project)
-        usage.check_destinations({"--json": args.json})
+        usage.check_destinations({"--json": args.json, "--report": args.report})
     except usage.Usage as error:
         sys.stderr.write(error.line())
         return usage.EXIT
@@ -59,14 +60,22 @@ def main(argv=None, probe: Probe | None = None, stream=None) -> int:
         probe.close()
     code = report.exit_code(results)
     report.footer(results, code, stream)
-    if args.json:
+    document = build_report(checkup, results, code, started)
+    (stream or sys.stdout).write("\n" + summary.markdown(document))
+    for flag, path, write in (("--json", args.json, report.write_json), ("--report", args.report, write_html)):
+        if not path:
+            continue
         try:
-            report.write_json(args.json, build_report(checkup, results, code, started))
+            write(path, document)
         except OSError as error:
-            failed = usage.Usage(f"--json {args.json} cannot be written: {error.strerror or error}.", "Free space or pick another file.")
+            failed = usage.Usage(f"{flag} {path} cannot be written: {error.strerror or error}.", "Free space or pick another file.")
             sys.stderr.write(failed.line())
-            return code or usage.EXIT
+            code = code or usage.EXIT
     return code
+
+
+def write_html(path: str, document: dict) -> None:
+    report.write_text(path, html.render(document), ".html")
 
 
 def build_checkup(args, probe) -> Checkup:
@@ -124,6 +133,8 @@ def run_stages(checkup: Checkup, on_result=None) -> list:
 def build_report(checkup: Checkup, results: list, code: int, started: float) -> dict:
     first = next((result for result in results if result.status == FAIL), None)
     order = next((result.values["order"] for result in results if "order" in result.values), None)
+    if order is None and checkup.order is not None:
+        order = dict(checkup.order.as_dict(), line=f"ordered {checkup.order.describe()}; not compared: stage 4 did not run", verdict="skip")
     return {
         "diagnostics_version": VERSION,
         "backend": checkup.backend,

@@ -98,8 +98,21 @@ def _json_in_proc(tmp):
     return ["--json", "/proc/self/no/r.json"], ["/proc/self/no/r.json", "cannot be written"]
 
 
+def _report_through_a_file(tmp):
+    (tmp / "afile").write_text("x")
+    return ["--report", str(tmp / "afile" / "r.html")], ["--report", "afile", "Not a directory"]
+
+
+def _report_is_the_json(tmp):
+    return ["--report", str(tmp / "r"), "--json", str(tmp / "r")], ["--report and --json name the same file"]
+
+
+def _report_in_proc(tmp):
+    return ["--report", "/proc/r.html"], ["/proc/r.html", "cannot be written"]
+
+
 USAGE = [_missing, _a_file, _no_bundle, _bundle_is_a_folder, _bundle_dangles, _unknown_backend, _unknown_flag]
-USAGE += [_json_is_a_folder, _json_through_a_file, _json_in_proc]
+USAGE += [_json_is_a_folder, _json_through_a_file, _json_in_proc, _report_through_a_file, _report_is_the_json, _report_in_proc]
 
 
 @pytest.mark.parametrize("case", USAGE, ids=lambda case: case.__name__.strip("_"))
@@ -120,10 +133,20 @@ def test_an_unreadable_project_exits_2(tmp_path):
     assert_refused(outcome, 2, str(folder), "cannot be read: Permission denied")
 
 
-def test_a_report_folder_without_write_permission_exits_2(tmp_path):
+@pytest.mark.parametrize("flag", ["--json", "--report"])
+def test_a_report_folder_without_write_permission_exits_2(tmp_path, flag):
     (tmp_path / "readonly").mkdir(mode=0o555)
-    outcome = diagnostics("--json", str(tmp_path / "readonly" / "r.json"), cwd=tmp_path, watched=(tmp_path,), unprivileged=True)
-    assert_refused(outcome, 2, "readonly/r.json", "Permission denied")
+    outcome = diagnostics(flag, str(tmp_path / "readonly" / "r.out"), cwd=tmp_path, watched=(tmp_path,), unprivileged=True)
+    assert_refused(outcome, 2, f"{flag} {tmp_path / 'readonly' / 'r.out'}", "Permission denied")
+
+
+@pytest.mark.parametrize("where", ["missing-folder/r.html", "afile/r.html", "."])
+def test_bundler_diagnose_refuses_a_report_it_cannot_write_before_running(tmp_path, where):
+    folder = project(tmp_path / "p")
+    (tmp_path / "afile").write_text("x")
+    outcome = run(["diagnose", "--project", str(folder), "--report", str(tmp_path / where), "--json"], cwd=tmp_path, watched=(tmp_path,))
+    assert_refused(outcome, 2 if where == "." else 10, "--report", json_mode=True)
+    assert "Running diagnostics" not in outcome.stderr
 
 
 # --- a plan the diagnostics cannot use: stage 1 fails, exit 11 -------------------------------------------

@@ -13,7 +13,8 @@ from bdiag.stages.card import number, thresholds
 GT_PER_LANE = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 HINT = (
     "Host-to-device copies (batches, weights, checkpoints) will be slow: ask the provider to reseat the card or move it to a full "
-    "Gen{gen} x{width} slot (no riser, no bifurcation), or for another machine."
+    "Gen{gen} x{width} slot (no riser, no bifurcation), or for another machine; a process on the far NUMA node or an IOMMU in the "
+    "path slows copies too."
 )
 
 
@@ -68,4 +69,4 @@ def judge_copy(result, gb_s: float, row: dict | None) -> None:
     if gb_s < table["h2d_fail_fraction"] * peak:
         result.fail(message, HINT.format(gen=gen, width=width))
     elif gb_s < table["h2d_warn_fraction"] * peak:
-        result.warn(message, HINT.format(gen=gen, width=width) + " A remote NUMA node or an IOMMU in the path slows copies too.")
+        result.warn(message, HINT.format(gen=gen, width=width))

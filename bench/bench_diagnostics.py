@@ -1,9 +1,13 @@
-"""Wall time of a full CPU diagnostics run (torch import included) next to collect_env.
+"""Wall time of a full CPU diagnostics run (torch import included, JSON and HTML reports
+written) next to collect_env.
 
-    python bench/bench_diagnostics.py [--repeats 5]
+    python bench/bench_diagnostics.py [--repeats 5] [--compare OTHER/run.py]
 
 Both commands run in fresh processes, alternately, on the same machine; medians printed
-with their ratio. Stage durations come from the last run's JSON report.
+with their ratio. Stage durations come from the last run's JSON report; the HTML report is
+rendered again in this process to time it alone. --compare times another copy of the
+folder (e.g. `git archive <rev> diagnostics | tar -x -C /tmp/base`) in the same rounds, so
+that a change's cost reads as a ratio taken under the same load.
 """
 
 from __future__ import annotations
@@ -30,16 +34,22 @@ def timed(command: list[str], env: dict | None = None) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--compare", metavar="RUN_PY", help="another diagnostics/run.py to time in the same rounds")
     args = parser.parse_args()
-    diag_times, env_times, codes = [], [], set()
+    diag_times, env_times, other_times, codes = [], [], [], set()
     with tempfile.TemporaryDirectory() as work:
-        report = Path(work) / "report.json"
+        report, page = Path(work) / "report.json", Path(work) / "report.html"
+        command = [sys.executable, str(RUN_PY), "--backend", "cpu", "--json", str(report), "--report", str(page), "--results", work]
         for _ in range(args.repeats):
-            seconds, code = timed([sys.executable, str(RUN_PY), "--backend", "cpu", "--json", str(report), "--results", work])
+            seconds, code = timed(command)
             diag_times.append(seconds)
             codes.add(code)
             env_times.append(timed([sys.executable, "-m", "torch.utils.collect_env"])[0])
-        stages = json.loads(report.read_text())["stages"]
+            if args.compare:
+                other_times.append(timed([sys.executable, args.compare, "--backend", "cpu", "--results", work])[0])
+        document = json.loads(report.read_text())
+        stages, page_bytes = document["stages"], page.stat().st_size
+        render_seconds = render_time(document)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {os.cpu_count()} CPUs, load average {load:.2f}, Python {sys.version.split()[0]}")
     print(
@@ -51,7 +61,23 @@ def main() -> None:
         f"{', '.join(f'{t:.2f}' for t in env_times)})"
     )
     print(f"ratio diagnostics / collect_env  : {statistics.median(diag_times) / statistics.median(env_times):.2f}")
+    if other_times:
+        print(
+            f"{args.compare}: median {statistics.median(other_times):6.2f} s  (runs: {', '.join(f'{t:.2f}' for t in other_times)}); "
+            f"ratio this / that {statistics.median(diag_times) / statistics.median(other_times):.2f}"
+        )
     print("stage seconds (last run): " + ", ".join(f"{s['name']} {s['seconds']:.2f} ({s['status']})" for s in stages))
+    print(f"HTML report: {page_bytes / 1024:.1f} KiB, rendered in {render_seconds * 1000:.2f} ms")
+
+
+def render_time(document: dict, repeats: int = 50) -> float:
+    sys.path.insert(0, str(RUN_PY.parent))
+    from bdiag.html import render
+
+    start = time.perf_counter()
+    for _ in range(repeats):
+        render(document)
+    return (time.perf_counter() - start) / repeats
 
 
 if __name__ == "__main__":

@@ -61,9 +61,10 @@ def cores(checkup, result, workers: int | None) -> None:
     threads = probe.torch_threads(checkup.torch)
     result.values.update(cpus_visible=visible, cpus_affinity=affinity, cpu_quota=quota, cpus_allowed=allowed, torch_threads=threads)
     result.figure("CPU cores allowed vs torch threads", allowed, threads, "cores", 1.0, min(1.0, table["cores_fail"] / threads))
+    spare = max(0, math.floor(allowed) - 1)
     hint = (
         f"Start the container with more CPUs (--cpus), or size the work to {allowed:g}: OMP_NUM_THREADS={max(1, math.floor(allowed))} "
-        f"and at most {max(0, math.floor(allowed) - 1)} DataLoader workers."
+        + (f"and at most {spare} DataLoader worker{'s' if spare != 1 else ''}." if spare else "and num_workers=0.")
     )
     if allowed < table["cores_fail"]:
         result.fail(f"the container may use {allowed:g} CPU core{'s' if allowed != 1 else ''}: the GPU will wait on the host", hint)

@@ -57,7 +57,7 @@ class GpuProbe:
 
         cells = query(fields)
         if cells is not None and len(cells) == len(fields):
-            return dict(zip(fields, cells, strict=False))
+            return {name: cells[index] for index, name in enumerate(fields)}
         answers = {}
         for name in fields:  # an older nvidia-smi refuses the whole query for one unknown field
             one = query([name])
@@ -70,7 +70,7 @@ class GpuProbe:
         wanted = ["uuid", *fields]
         rows = _smi([f"--query-gpu={','.join(wanted)}", "--format=csv,noheader,nounits"])
         if rows and all(len(row) == len(wanted) for row in rows):
-            return [dict(zip(wanted, row, strict=False)) for row in rows]
+            return [{name: row[index] for index, name in enumerate(wanted)} for row in rows]
         table: dict = {}
         for name in fields:  # one unknown field must not cost the others
             for row in _smi([f"--query-gpu=uuid,{name}", "--format=csv,noheader,nounits"]) or []:

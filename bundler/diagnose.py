@@ -105,15 +105,15 @@ def run_local(
             raise ExternalError(
                 f"cannot start {command[0]}: {error.strerror}.", hint="Pass an interpreter that exists.", path=command[0]
             ) from None
-        refused = []
+        refused = []  # run.py's "Error: … Hint: …" lines: relayed as bundler's one paragraph on bad usage
         for line in process.stdout:
-            echo(line)
-            if line.startswith("Error: "):
-                refused.append(line.strip())
+            (refused.append if line.startswith("Error: ") else echo)(line)
         code = process.wait()
-        if code == 2 and refused:  # run.py's own bad-usage line: one paragraph, relayed as bundler's
-            message, _, hint = refused[-1][len("Error: ") :].partition(" Hint: ")
+        if code == 2 and refused:
+            message, _, hint = refused[-1].strip()[len("Error: ") :].partition(" Hint: ")
             raise UsageError(message, hint=hint or None)
+        for line in refused:
+            echo(line)
         report = _read_report(report_file.read_bytes() if report_file.is_file() else None, code, str(run_py))
     result = _keep(bundle, "local", report, code)
     result.report_html = report_html

@@ -75,23 +75,28 @@ def test_open_files_limit_is_what_the_shell_reports():
 
 
 def test_a_lowered_open_files_limit_fails_the_io_stage_for_real(tmp_path):
-    """The real io stage in a process whose RLIMIT_NOFILE was lowered (as `ulimit -n 200` would)."""
-    script = (
-        "import json, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200));"
-        f"sys.path.insert(0, {str(DIAGNOSTICS)!r});"
-        "from bdiag.cli import main; sys.exit(main(sys.argv[1:]))"
-    )
-    out = tmp_path / "r.json"
-    done = subprocess.run(
-        [sys.executable, "-c", script, "--backend", "cpu", "--keep-going", "--json", str(out), "--results", str(tmp_path / "runs")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    io = json.loads(out.read_text())["stages"][7]
-    assert io["status"] == "fail", done.stdout
+    """The real io stage in a fresh process whose RLIMIT_NOFILE was lowered (as `ulimit -n 200` would)."""
+    script = f"""
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (200, 200))
+sys.path.insert(0, {str(DIAGNOSTICS)!r})
+import torch
+from bdiag.checkup import Checkup
+from bdiag.probe import Probe
+from bdiag.result import StageResult
+from bdiag.stages import storage
+checkup = Checkup(probe=Probe(), backend="cpu", backend_source="test", bundle=None, results_dir={str(tmp_path / "runs")!r})
+checkup.torch = torch
+result = StageResult("io", 8)
+storage.run(checkup, result)
+print(json.dumps(result.as_dict(), default=str))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    io = json.loads(done.stdout.splitlines()[-1])
+    assert io["status"] == "fail", done.stderr
     assert io["values"]["nofile_soft"] == io["values"]["nofile_hard"] == 200
-    assert "open files are limited to 200 (hard limit)" in io["messages"][0]
+    assert "open files are limited to 200 (hard limit)" in " ".join(io["messages"])
+    assert io["values"]["dataloader"]["batches"] == 8  # the DataLoader's two workers still ran under the limit
 
 
 def test_memory_and_cpu_readings_of_this_host_match_its_cgroup_files():

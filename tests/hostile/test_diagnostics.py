@@ -187,3 +187,14 @@ def test_a_plan_that_is_a_folder_fails_stage_1(tmp_path):
     outcome = diagnostics("--project", str(folder), "--backend", "cpu", cwd=tmp_path, watched=(folder,))
     assert outcome.code == 11 and "plan.toml is not a readable file" in outcome.stdout
     assert "Traceback" not in outcome.stdout + outcome.stderr and os.listdir(folder / "plan.toml") == []
+
+
+def test_bundler_diagnose_relays_the_bad_usage_of_the_projects_own_copy(tmp_path):
+    """A project's own diagnostics/ copy refuses what it is given: one paragraph, exit 2, not two."""
+    folder = project(tmp_path / "p")
+    (folder / "diagnostics").mkdir()
+    (folder / "diagnostics" / "run.py").write_text(
+        "import sys\nprint('Error: --report cannot be written: Read-only file system. Hint: Pick a writable folder.')\nsys.exit(2)\n"
+    )
+    outcome = run(["diagnose", "--local", "--project", str(folder), "--json"], cwd=tmp_path, watched=(folder,))
+    assert_refused(outcome, 2, "--report cannot be written: Read-only file system", json_mode=True)

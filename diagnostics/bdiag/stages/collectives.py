@@ -6,6 +6,7 @@ import shutil
 import tempfile
 
 from bdiag import distributed
+from bdiag.stages import peers
 
 NAME = "collectives"
 NEEDS_TORCH = True
@@ -30,6 +31,7 @@ def run_local(checkup, result) -> None:
         if count < WORLD:
             result.skip(f"{count} device visible: collectives need at least {WORLD}")
             return
+        peers.check_links(checkup, result, count)
         backend, device = "nccl", "cuda"  # torch's "nccl" is RCCL on ROCm builds
     else:
         if probe.environ().get("BUNDLE_DIAG_GLOO") != "1":
@@ -58,3 +60,4 @@ def run_local(checkup, result) -> None:
     bandwidth = min(answer.get("bus_bandwidth_gb_s", 0) for answer in answers)
     result.values["bus_bandwidth_gb_s"] = bandwidth
     result.summary = f"{backend} all_reduce × {WORLD} ok, bus {bandwidth:.1f} GB/s"
+    peers.judge_bus_bandwidth(checkup, result, bandwidth, WORLD)

@@ -180,8 +180,12 @@ def omegaconf_problem(original: str, new: str, values: dict[str, str]) -> str | 
     import os
 
     import yaml
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        from omegaconf import OmegaConf
+        from omegaconf.errors import OmegaConfBaseException
+    except ImportError:
+        return "omegaconf is not installed here, so the rewrite cannot be proven (pip install omegaconf): not modified"
 
     try:
         before = list(yaml.safe_load_all(original))

@@ -24,9 +24,11 @@ tool folders are never rewritten.
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import time
+import tokenize
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -166,6 +168,12 @@ class _Context:
         return _Plan(FileChange(relative, "fixed", fixed=fixed, manual=left), new, set(names), helper)
 
     def _python(self, relative: str, data: bytes, text: str, findings) -> _Plan:
+        try:
+            declared = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+            data.decode(declared)  # what Python itself reads the file as: its coding cookie, or UTF-8
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            reason = "did not parse before the rewrite (SyntaxError: not UTF-8 and no coding declaration): not modified"
+            return _Plan(FileChange(relative, "refused", reason=reason))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

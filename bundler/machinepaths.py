@@ -15,7 +15,8 @@ colab-drive (``/content/drive/MyDrive``), tilde (``~/…``, ``~user/…``), home
 (``C:\\Users\\u`` in every spelling), windows-drive (any other ``D:\\…`` path but the
 system's own folders), wsl-user (``/mnt/c/Users/u``), temp-dir (``/tmp``, ``/var/tmp``,
 ``/dev/shm``, macOS's ``/private/var/folders``) and project-absolute (an absolute path
-inside the project being scanned; only when its root is given).
+inside the project being scanned; only when its root is given). A folder on another
+machine (``user@host:path``) has the shape remote: found, but never machine-specific here.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def shape_patterns(root_literals: list[bytes]) -> list[tuple[str, re.Pattern[byt
         rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
         rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
         rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
+        rb"(?P<remote>[\w.-]+@[\w-]+(?:\.[\w-]+)*:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
     ]
     patterns = []
@@ -93,6 +95,8 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
         return not word_byte(before) and before not in b"/\\:-.%$"
     if group == "tilde":
         return before in _TILDE_AFTER
+    if group == "remote":
+        return not word_byte(before) and before not in b".-@"
     return True
 
 
@@ -106,6 +110,7 @@ GROUP_SHAPES = {
     "lookup": "home-lookup",
     "tilde": "tilde",
     "homevar": "home-var",
+    "remote": "remote",
 }
 
 
@@ -185,6 +190,8 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                     continue  # some other object's home() method
             if inside_url(data, line_start, start):
                 continue
+            if group == "remote" and data[start:end].rstrip(b"/").endswith(b".git"):
+                continue  # a repository to clone, not a folder
             candidates.append((start, priority, end, group))
     chosen, taken_to = [], line_start
     for start, _, end, group in sorted(candidates):
@@ -198,7 +205,7 @@ _PATTERNS = shape_patterns([])
 
 
 def machine_paths(text: str) -> list[tuple[str, str]]:
-    """(shape, path) of every machine-specific path in ``text``, URLs left out."""
+    """(shape, path) of every machine-specific path in ``text``; URLs and other machines' paths left out."""
     data = text.encode("utf-8", errors="replace")
     found = []
     line_start = 0
@@ -206,6 +213,7 @@ def machine_paths(text: str) -> list[tuple[str, str]]:
         line_end = data.find(b"\n", line_start)
         line_end = len(data) if line_end == -1 else line_end
         for hit in line_hits(_PATTERNS, data, line_start, line_end):
-            found.append((hit.shape, hit.text))
+            if hit.group != "remote":
+                found.append((hit.shape, hit.text))
         line_start = line_end + 1
     return found

@@ -216,7 +216,7 @@ def test_a_file_that_did_not_parse_before_is_said_so_with_its_own_line(tmp_path,
 
 
 def test_crlf_and_a_legacy_encoding_are_kept(tmp_path):
-    root = build_tree(tmp_path / "p", {"w.py": b"# caf\xe9\r\nP = '/home/alice/data/x'\r\nQ = 1\r\n"})
+    root = build_tree(tmp_path / "p", {"w.py": b"# -*- coding: cp1252 -*-\r\n# caf\xe9\r\nP = '/home/alice/data/x'\r\nQ = 1\r\n"})
     pathfix.fix(root)
     data = (root / "w.py").read_bytes()
     assert data.count(b"\r\n") == data.count(b"\n")  # every line ends in CRLF, the inserted ones too

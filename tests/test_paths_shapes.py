@@ -68,7 +68,7 @@ CASES = {
         'ssh cluster "mkdir -p ~/projects/x"\n'
         "scp model.pt cluster:/home/ab/models/\n"
         "cp out/x.pt ~/results/\n",
-        [(1, "tilde", "remote"), (2, "tilde", "remote"), (3, "home", "remote"), (4, "tilde", "code")],
+        [(1, "remote", "remote"), (2, "tilde", "remote"), (3, "home", "remote"), (4, "tilde", "code")],
     ),
     "portable per-user tool folders": (
         "tools.py",

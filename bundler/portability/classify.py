@@ -94,6 +94,8 @@ def classify(root: Path, shape: str, text: str, exists) -> Rewrite:
         written = _value_end(shape, text, len([c for c in relative.split("/") if c]))
         relative = (relative + trailing) if relative else "."
         return Rewrite(replacement=relative, relative=relative, prefix_length=written)
+    if shape == "remote":
+        return Rewrite(replacement=text)  # another machine's folder: never rewritten
     if shape == "home-lookup" and text.endswith("home()"):
         return Rewrite(replacement="${HOME_ROOT}", parameter="HOME_ROOT", value="~")
     prefix, components = split_home(shape, text)

@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bundler.machinepaths import line_hits, shape_patterns
+from bundler.machinepaths import line_hits, shape_patterns, word_byte
 from bundler.portability import context
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
@@ -41,12 +41,13 @@ YAML_SUFFIXES = (".yaml", ".yml")
 _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/|dev/shm|content/)")
 _OTHER_TRIGGERS = (
     (b"~", re.compile(rb"~")),
-    (b":", re.compile(rb"(?<![A-Za-z])[A-Za-z]:(?:\\|/(?!/))")),
+    (b":", re.compile(rb":(?:\\|/(?!/))")),  # a drive: the letter before is checked in Python
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
     (b"HOME", re.compile(rb"(?:HOME|USERPROFILE)[\"']")),
     (b"home()", re.compile(rb"home\(\)")),
     (b"expanduser", re.compile(rb"expanduser")),
+    (b"@", re.compile(rb"@[\w.-]+:")),
 )
 
 
@@ -170,6 +171,10 @@ def decode(data: bytes) -> tuple[str, str]:
         return data.decode("latin-1"), "latin-1"
 
 
+def _letter(byte: int) -> bool:
+    return 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
+
+
 _CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _HYDRA_CONFIG_PATH = re.compile(rb"""(?:hydra\.main|initialize)\([^)]*config_path\s*=\s*["']([^"']+)["']""")
 
@@ -254,7 +259,10 @@ class Scanner:
         hits = [m.start() for m in self.slash.finditer(data)]
         for literal, trigger in _OTHER_TRIGGERS:
             if literal in data:
-                hits += [m.start() for m in trigger.finditer(data)]
+                found = [m.start() for m in trigger.finditer(data)]
+                if literal == b":":
+                    found = [i for i in found if i and _letter(data[i - 1]) and (i < 2 or not word_byte(data[i - 2]))]
+                hits += found
         return sorted({data.rfind(b"\n", 0, hit) + 1 for hit in hits})
 
     # --- the findings of one text ------------------------------------------------------
@@ -305,7 +313,7 @@ class Scanner:
         found = found.rstrip(".") if shape != "home-lookup" else found
         if category != "docs" and place.is_docs(hit.start):
             category = "docs"
-        if context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
+        if shape == "remote" or context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
             category = "remote"
         elif category != "docs" and self._portable(shape, found, data, end):
             category = "portable"

@@ -39,16 +39,23 @@ YAML_SUFFIXES = (".yaml", ".yml")
 # Every finding contains one of these triggers: a fast search in C; the shapes then run
 # only on the lines that hold one.
 _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/|dev/shm|content/)")
-_OTHER_TRIGGERS = (
+_OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
     (b":", re.compile(rb":(?:\\|/(?!/))")),  # a drive: the letter before is checked in Python
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
-    (b"HOME", re.compile(rb"(?:HOME|USERPROFILE)[\"']")),
-    (b"home()", re.compile(rb"home\(\)")),
-    (b"expanduser", re.compile(rb"expanduser")),
     (b"@", re.compile(rb"@[\w.-]+:")),
 )
+_CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
+    (b"HOME", re.compile(rb"HOME[\"']")),
+    (b"USERPROFILE", re.compile(rb"USERPROFILE[\"']")),
+    (b"home()", re.compile(rb"home\(\)")),
+    (b"expanduser", re.compile(rb"expanduser")),
+)
+_NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES
+_WORD_BREAK = re.compile(rb"[\s\"'`(<\[=,]")
+_TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0c\x1b"
+_BARE_STRING = re.compile(rb"""[rRuUbBfF]{0,2}(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|""\".*|'''.*)\s*(?:#.*)?""")
 
 
 @dataclass
@@ -171,11 +178,16 @@ def decode(data: bytes) -> tuple[str, str]:
         return data.decode("latin-1"), "latin-1"
 
 
+def _in_url(data: bytes, at: int) -> bool:
+    """Is ``at`` inside a ``scheme://…`` word? (Such a line needs no shape unless another trigger calls for it.)"""
+    scheme = data.rfind(b"://", max(0, at - 256), at)
+    return scheme != -1 and _WORD_BREAK.search(data, scheme, at) is None
+
+
 def _letter(byte: int) -> bool:
     return 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
 
-_CONTROL = re.compile(rb"[\x00-\x08\x0e-\x1a\x1c-\x1f]")
 _HYDRA_CONFIG_PATH = re.compile(rb"""(?:hydra\.main|initialize)\([^)]*config_path\s*=\s*["']([^"']+)["']""")
 
 
@@ -217,7 +229,7 @@ class Scanner:
                 if head.startswith((b"\xff\xfe", b"\xfe\xff")):
                     result.not_checked.append(Skipped(relative, "UTF-16 text: save it as UTF-8 to have it checked"))
                     return
-                if b"\0" in head or len(_CONTROL.findall(head)) > len(head) // 20:
+                if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) > len(head) // 20:
                     result.skipped.append(Skipped(relative, "binary file"))
                     return
                 if not self.include_generated and generated_file(head):
@@ -244,7 +256,7 @@ class Scanner:
             if types is None:
                 result.not_checked.append(Skipped(relative, "malformed notebook (not valid JSON with a list of cells)"))
                 return
-        lines = self.candidate_lines(data)
+        lines = self.candidate_lines(data, code=os.path.splitext(relative)[1].lower() not in _NOT_CODE)
         if not lines:
             return
         if not data.isascii():
@@ -254,10 +266,10 @@ class Scanner:
         category = category_of(relative, data)
         result.findings.extend(self.findings_in(relative, data, category, lines, types))
 
-    def candidate_lines(self, data: bytes) -> list[int]:
+    def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
         """Start offsets of the lines holding a trigger (empty: the file cannot hold a finding)."""
-        hits = [m.start() for m in self.slash.finditer(data)]
-        for literal, trigger in _OTHER_TRIGGERS:
+        hits = [m.start() for m in self.slash.finditer(data) if not _in_url(data, m.start())]
+        for literal, trigger in _OTHER_TRIGGERS + (_CODE_TRIGGERS if code else ()):
             if literal in data:
                 found = [m.start() for m in trigger.finditer(data)]
                 if literal == b":":
@@ -388,6 +400,12 @@ class _Place:
     def is_docs(self, offset: int) -> bool:
         if not self.relative.endswith(PYTHON_SUFFIXES):
             return False
+        start = self.data.rfind(b"\n", 0, offset) + 1
+        end = self.data.find(b"\n", offset)
+        line = self.data[start : len(self.data) if end == -1 else end].strip()
+        open_triple = self.data.count(b'"""', 0, offset) % 2 or self.data.count(b"'''", 0, offset) % 2
+        if not open_triple and not _BARE_STRING.fullmatch(line):
+            return False  # neither inside a triple-quoted string nor a line that is one string: code
         if self._docstrings is None:
             text = self.data.decode("utf-8", errors="replace")
             spans = context.python_docstring_spans(text)

@@ -195,7 +195,7 @@ def bench_scan(root: Path, runs: int) -> None:
 
 
 def bench_corpus(corpus: Path, only: list[str], old: Path | None) -> None:
-    totals = {"truth": 0, "hits": 0, "predicted": 0}
+    totals = {"": [0, 0, 0, []], "before ": [0, 0, 0, []]}  # truth, predicted, hits, (precision, recall) per repository
     for label_file in sorted(LABELS.glob("*.json")):
         name = label_file.stem
         if only and name not in only:
@@ -207,9 +207,12 @@ def bench_corpus(corpus: Path, only: list[str], old: Path | None) -> None:
         figures = measure(checkout, labels)
         baseline = measure(checkout, labels, _Before(old)) if old else None
         outcome = fix_outcome(checkout)
-        totals["truth"] += figures["truth"]
-        totals["predicted"] += figures["predicted"]
-        totals["hits"] += round(figures["recall"] * figures["truth"])
+        for key, measured in (("", figures), ("before ", baseline)):
+            if measured:
+                total = totals[key]
+                total[0], total[1] = total[0] + measured["truth"], total[1] + measured["predicted"]
+                total[2] += round(measured["recall"] * measured["truth"])
+                total[3] += [(measured["precision"], measured["recall"])] if measured["truth"] else []
         before = f"  before P {baseline['precision']:.3f} R {baseline['recall']:.3f}" if baseline else ""
         print(
             f"{name:26} {labels['repository']:42} lines {figures['truth']:6}  P {figures['precision']:.3f} R {figures['recall']:.3f}"
@@ -221,8 +224,30 @@ def bench_corpus(corpus: Path, only: list[str], old: Path | None) -> None:
             outcome["silent_breakages"] + [f"miss {m}" for m in figures["misses"]] + [f"false {m}" for m in figures["false_positives"]]
         ):
             print(f"    {problem}")
-    precision = totals["hits"] / totals["predicted"] if totals["predicted"] else 1.0
-    print(f"{'all (micro)':26} lines {totals['truth']}  precision {precision:.4f}  recall {totals['hits'] / max(totals['truth'], 1):.4f}")
+    for key, (truth_lines, predicted, hits, per_repository) in totals.items():
+        if not per_repository:
+            continue
+        macro = [sum(values) / len(per_repository) for values in zip(*per_repository, strict=True)]
+        print(
+            f"{key}all: lines {truth_lines}, micro precision {hits / max(predicted, 1):.4f} recall {hits / max(truth_lines, 1):.4f}; "
+            f"mean over the {len(per_repository)} repositories with findings: precision {macro[0]:.4f} recall {macro[1]:.4f}"
+        )
+
+
+def bench_check(runs: int) -> None:
+    """`bundler check` on a project `bundler new` makes (its own paths audit included)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        project = Path(scratch) / "example"
+        made = subprocess.run(
+            [sys.executable, "-m", "bundler", "new", str(project), "--no-input"], capture_output=True, text=True, check=False
+        )
+        if made.returncode != 0:
+            print(f"bundler check: not measured, `bundler new` failed: {made.stderr.strip()[:200]}")
+            return
+        command = [sys.executable, "-m", "bundler", "check", str(project)]
+        elapsed = best_of(runs, lambda: subprocess.run(command, capture_output=True, check=False))
+        code = subprocess.run(command, capture_output=True, check=False).returncode
+        print(f"bundler check on the example project: {elapsed:.2f} s (exit {code}; goal <= 2 s)")
 
 
 class _Before:
@@ -268,6 +293,7 @@ def main() -> None:
             generate_tree(args.tree, args.files, args.megabytes)
             print(f"generated {args.tree} in {time.perf_counter() - start:.1f} s")
         bench_scan(args.tree, args.runs)
+        bench_check(args.runs)
 
 
 if __name__ == "__main__":

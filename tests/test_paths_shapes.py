@@ -117,6 +117,16 @@ CASES = {
         "/home/ab/imgs/1.png\n/home/ab/imgs/2.png\n",
         [(1, "home", "config"), (2, "home", "config")],
     ),
+    "temporary folders count only where results are kept": (
+        "temp.sh",
+        "python train.py --outdir /tmp/run1\n"
+        "python -c 'torch.save(m, \"/tmp/m.pt\")'\n"
+        "load(cache_dir='/tmp/wiki_qa')\n"
+        "mkdir -p /tmp/deepspeed\n"
+        'wget "https://x.org/uc?export=download" --save-cookies /tmp/cookies.txt\n'
+        "rm -rf /tmp/*\n",
+        [(1, "temp-dir", "code"), (2, "temp-dir", "code")],
+    ),
     "JSON escapes are not drives": ("cfg.json", '{"code": "with open(f) as f:\\n    pass"}\n', []),
     "an example file documents": ("env.example", "DATA=/home/user/data\n", [(1, "home", "docs")]),
 }

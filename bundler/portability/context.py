@@ -14,6 +14,8 @@ import re
 import tokenize
 from bisect import bisect_right
 
+from bundler.machinepaths import inside_url
+
 # --- documentation ------------------------------------------------------------------------
 
 
@@ -108,16 +110,20 @@ def component_after_lookup(text: str, end: int) -> str | None:
 # --- temporary folders: only where something is written to ---------------------------------
 
 _OUTPUT_WORDS = re.compile(
-    rb"(?i)out|save|dump|write|export|\blogs?\b|log_?dir|checkpoint|ckpt|result|\bruns\b|dest|cache_dir|--dest|mkdir"
+    rb"(?i)(?<![a-z])(?:out(?:put)?s?(?:_?(?:dir|path|root|folder|file))?|save_?(?:dir|path|root|folder|to)|save\(|savefig|to_csv"
+    rb"|write|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?)(?![a-z])"
 )
 
 
-def temp_is_output(data: bytes, line_start: int, line_end: int, text: str) -> bool:
-    """A temporary folder counts where the line keeps something there: a named folder and an output word."""
+def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
+    """A temporary folder counts where results are kept there: a named folder, an output word before it on its line.
+
+    A cache, a scratch file or a lock in /tmp is fine on any machine; results written there vanish with it.
+    """
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
-    return named and _OUTPUT_WORDS.search(data, line_start, line_end) is not None
+    return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
 
 
 # --- text that goes on past a space ----------------------------------------------------------

@@ -312,7 +312,7 @@ class Scanner:
                 return None
             if kind == MARKDOWN:
                 category = "docs"
-        if shape == "temp-dir" and not context.temp_is_output(data, line_start, line_end, hit.text):
+        if shape == "temp-dir" and not context.temp_is_output(data, line_start, hit.start, hit.text):
             return None
         if hit.group == "windows" and not _windows_path(hit.text, place.json):
             return None

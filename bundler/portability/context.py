@@ -110,8 +110,8 @@ def component_after_lookup(text: str, end: int) -> str | None:
 # --- temporary folders: only where something is written to ---------------------------------
 
 _OUTPUT_WORDS = re.compile(
-    rb"(?i)(?<![a-z])(?:out(?:put)?s?(?:_?(?:dir|path|root|folder|file))?|save_?(?:dir|path|root|folder|to)|save\(|savefig|to_csv"
-    rb"|write|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?)(?![a-z])"
+    rb"(?i)(?<![a-z])(?:(?:out(?:put)?s?(?:_?(?:dir|path|root|folder|file))?|save_?(?:dir|path|root|folder|to)|savefig|write"
+    rb"|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?)(?![a-z])|save\(|to_csv)"
 )
 
 

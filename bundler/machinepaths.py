@@ -145,6 +145,8 @@ def path_start(data: bytes, line_start: int, start: int) -> int | None:
         while segment_start > line_start and _segment_byte(data[segment_start - 1]):
             segment_start -= 1
         if segment_start > line_start and data[segment_start - 1] == 0x2F:
+            if not word_byte(data[segment_start]):
+                return None  # "/-/media/…/home/x": a web path, not a folder on a machine
             begin = segment_start - 1  # a prefix folder: /gpfs/…, /burg/…, /private/…
             continue
         return begin if data[segment_start:begin].isdigit() else None

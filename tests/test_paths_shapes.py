@@ -127,6 +127,11 @@ CASES = {
         "rm -rf /tmp/*\n",
         [(1, "temp-dir", "code"), (2, "temp-dir", "code")],
     ),
+    "web addresses in scraped HTML are not folders": (
+        "page.txt",
+        '<a href="/users/alice/profile">x</a><img src="/-/media/site/home/hero.png">\n<p>kept in /home/alice/data</p>\n',
+        [(2, "home", "docs")],
+    ),
     "JSON escapes are not drives": ("cfg.json", '{"code": "with open(f) as f:\\n    pass"}\n', []),
     "an example file documents": ("env.example", "DATA=/home/user/data\n", [(1, "home", "docs")]),
 }

@@ -90,6 +90,16 @@ def is_remote(data: bytes, line_start: int, start: int) -> bool:
     return _SSH_COMMAND.search(data, line_start, start) is not None
 
 
+# --- web paths ---------------------------------------------------------------------------------
+
+_WEB_ATTRIBUTE = re.compile(rb"(?i)(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+
+
+def is_web_path(data: bytes, line_start: int, start: int) -> bool:
+    """A path that is an HTML attribute's value (``href="/users/x"``) is a web address, not a folder."""
+    return _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None
+
+
 # --- portable per-user tool folders ---------------------------------------------------------
 
 PORTABLE_FOLDERS = frozenset({"AppData", "Library"})

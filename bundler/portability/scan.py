@@ -316,6 +316,8 @@ class Scanner:
             return None
         if hit.group == "windows" and not _windows_path(hit.text, place.json):
             return None
+        if hit.group in ("home", "project", "temp") and context.is_web_path(data, line_start, hit.start):
+            return None
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
         if place.json and hit.group == "windows":  # in JSON text a single backslash starts an escape, never a folder
             escape = re.search(rb"(?<!\\)(?:\\\\)*\\(?!\\)", data[hit.start : end])

@@ -10,7 +10,7 @@ import pytest
 
 from bundler.portability import scan as paths
 from tests.conftest import run_cli
-from tests.paths_support import EXPECTED, LAPTOP_REPO, build_tree
+from tests.paths_support import EXPECTED, INFORMATION, LAPTOP_REPO, build_tree
 
 
 @pytest.fixture
@@ -24,8 +24,9 @@ def _line_of(text: str, needle: str) -> int:
 
 def test_laptop_repo_findings_are_exact(laptop_repo):
     result = paths.scan(laptop_repo)
-    found = {(f.file, f.line, f.kind) for f in result.findings if f.category != "notebook"}
+    found = {(f.file, f.line, f.kind) for f in result.findings if f.category != "notebook" and f not in result.information}
     assert found == EXPECTED
+    assert {(f.file, f.line, f.kind) for f in result.information} == INFORMATION
 
 
 def test_notebook_source_output_and_metadata_each_have_their_kind_and_line(laptop_repo):
@@ -75,6 +76,7 @@ def test_cli_json_lists_findings_and_exits_1(laptop_repo):
     first = report["findings"][0]
     assert set(first) >= {"file", "line", "column", "text", "kind", "category", "replacement"}
     assert {(f["file"], f["line"], f["kind"]) for f in report["findings"] if f["category"] != "notebook"} == EXPECTED
+    assert {(f["file"], f["line"], f["kind"]) for f in report["information"]} == INFORMATION
     assert report["skipped"] == [] and report["not_checked"] == []
 
 

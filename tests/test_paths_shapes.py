@@ -190,3 +190,10 @@ def test_generated_and_tool_files_are_skipped_unless_asked_for(tmp_path):
     assert {f.file for f in paths.scan(root, include_generated=True).findings} == set(files)
     completed = run_cli("paths", str(root), "--include-generated", "--json")
     assert {f["file"] for f in json.loads(completed.stdout)["findings"]} == set(files)
+
+
+def test_json_keeps_information_apart_from_findings(tmp_path):
+    root = build_tree(tmp_path / "p", {"sync.sh": "rsync -a out/ ab@cluster:~/runs/\ncp x ~/.cache/x\ncp y ~/data/y\n"})
+    report = json.loads(run_cli("paths", str(root), "--json").stdout)
+    assert [(f["line"], f["category"]) for f in report["findings"]] == [(3, "code")]
+    assert [(f["line"], f["category"]) for f in report["information"]] == [(1, "remote"), (2, "portable")]

@@ -111,11 +111,14 @@ def _report(out: Output, scanned, fixed) -> None:
 
 
 def _as_json(scanned, fixed) -> dict:
+    from bundler.portability import scan as paths
+
     return {
         "ok": not scanned.failing and not scanned.not_checked,
         "root": str(scanned.root),
         "files_scanned": scanned.files_scanned,
-        "findings": [f.as_dict() for f in scanned.findings],
+        "findings": [f.as_dict() for f in scanned.findings if f.category not in paths.INFORMATION],
+        "information": [f.as_dict() for f in scanned.information],  # remote and portable: never machine-specific here
         "skipped": [s.as_dict() for s in scanned.skipped],
         "not_checked": [s.as_dict() for s in scanned.not_checked],
         "fix": None

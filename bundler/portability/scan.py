@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from bundler.machinepaths import line_hits, shape_patterns, word_byte
 from bundler.portability import context
+from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
 from bundler.portability.walk import WalkEntry, generated_file, walk
@@ -29,10 +30,6 @@ from bundler.portability.walk import WalkEntry, generated_file, walk
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 
-CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties"})
-DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".log", ".html", ".htm", ".tex"})
-DOCS_DIRS = frozenset({"docs", "doc", "logs", "log"})
-LIST_SUFFIXES = frozenset({".txt", ".lst", ".list", ".csv", ".tsv", ".flist", ".scp"})
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -110,35 +107,6 @@ class ScanResult:
     @property
     def information(self) -> list[Finding]:
         return [f for f in self.findings if f.category in INFORMATION]
-
-
-def category_of(relative: str, data: bytes = b"") -> str:
-    path = PurePosixPath(relative)
-    name, suffix = path.name.lower(), path.suffix.lower()
-    if suffix == ".ipynb":
-        return "notebook"
-    if context.EXAMPLE_FILE.search(name):
-        return "docs"
-    if name.startswith("requirements") and suffix in (".txt", ".in"):
-        return "config"
-    if suffix in CONFIG_SUFFIXES or name.startswith(".env"):
-        return "config"
-    if any(part.lower() in DOCS_DIRS for part in path.parts[:-1]):
-        return "docs"
-    if suffix in LIST_SUFFIXES and _is_path_list(data):
-        return "config"  # a data list: one path a line, read by the code
-    if suffix in DOCS_SUFFIXES or name.startswith(("readme", "changelog", "license", "authors", "contributing")):
-        return "docs"
-    return "code"
-
-
-_PATH_LINE = re.compile(rb"\s*(?:[\"']?(?:/|~/|[A-Za-z]:[\\/]|\.{1,2}/|[\w.-]+/))")
-
-
-def _is_path_list(data: bytes) -> bool:
-    """Do most of the first lines start with a path (a file list, not prose)?"""
-    lines = [line for line in data[:65536].splitlines()[:200] if line.strip()]
-    return bool(lines) and sum(1 for line in lines if _PATH_LINE.match(line)) >= 0.8 * len(lines)
 
 
 def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, include_generated: bool = False) -> ScanResult:

@@ -69,11 +69,30 @@ def test_checkpoint_holds_the_training_state(finished_run):
     import torch
 
     _, run = finished_run
-    state = torch.load(run / "checkpoint.pt", weights_only=False)
-    assert set(state) >= {"model", "optimizer", "scheduler", "rng", "progress"}
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert set(state) == {"model", "progress", "categories", "config_sha256"}
+    assert set(state["model"]) >= {"weights", "optimizer", "scheduler", "rng"}
     assert state["progress"]["steps"] == 1
     assert len(state["progress"]["trained_ids"]) == 11
-    assert state["model"]["linear.weight"].shape == (4, 4096)
+    assert state["model"]["weights"]["weight"].shape == (4, 4096)
+
+
+def test_the_run_carries_every_accepted_text_for_its_reload(finished_run):
+    project, run = finished_run
+    texts = json.loads((run / "texts.json").read_text())["documents"]
+    assert [t["id"] for t in texts] == [f"doc-{i:02d}" for i in range(1, 12)]
+    for entry in texts:
+        assert entry["text"] == (project / "data/pilot" / f"{entry['id']}.txt").read_text()
+
+
+def test_evidence_files_take_the_permissions_the_umask_allows(finished_run):
+    import os
+
+    _, run = finished_run
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in run.iterdir()}
+    assert set(modes.values()) == {oct(0o666 & ~umask)}, modes  # 0644 under the usual 022: readable by a reviewer
 
 
 def test_default_run_ids_are_unique_and_sortable(example_project):

@@ -3,8 +3,9 @@
 Every check runs and every problem is listed (not only the first); nothing in the run
 folder is modified. The run layout is the one the generated project's pilot writes:
 manifest.json, inputs.json (the input manifest it ran on), predictions.jsonl,
-rejections.jsonl, summary.json, checkpoint.pt, reload-sample.json, model.py and reload.py (the model
-definition and reload script, so the checkpoint reloads without the project).
+rejections.jsonl, summary.json, checkpoint.pt, texts.json (the text of every accepted document),
+model.py and reload.py (the model and the reload script, so the checkpoint reloads and
+re-predicts every accepted document without the project).
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""runs/<id>/: one folder per trial, written so that a crash never leaves a half file."""
+"""runs/<id>/: one folder per trial, written so that a crash never leaves a half file.
+
+Whole files are written to a temporary name and renamed; result lines are appended in
+one write each and fsync'ed, so a kill leaves at most a partial last line (readers
+ignore it, resume truncates it). Files get the permissions the umask allows (0644
+under the usual 022): evidence is for other people to read.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,9 @@ from pathlib import Path
 from .errors import ConfigError, RunExistsError
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
 
 
 def new_run_id() -> str:
@@ -20,15 +29,20 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(2)
 
 
-def create_run_dir(runs_dir: Path, run_id: str, config_sha256: str = "") -> Path:
-    _check_id(run_id)
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID_RE.match(run_id):
+        raise ConfigError(f"run ID {run_id!r} is not usable as a folder name.", "Use letters, digits, '.', '_' and '-' (at most 80).")
+    return run_id
+
+
+def create_run_dir(runs_dir: Path, run_id: str, config_sha256: str) -> Path:
     runs_dir.mkdir(parents=True, exist_ok=True)
-    run_dir = runs_dir / run_id
+    run_dir = runs_dir / check_run_id(run_id)
     try:
         run_dir.mkdir()
     except FileExistsError:
-        recorded = read_manifest(run_dir).get("config_sha256")
-        other = f" with another configuration (config hash {recorded[:12]}…, now {config_sha256[:12]}…)" if recorded and config_sha256 and recorded != config_sha256 else ""
+        recorded = str(read_manifest(run_dir).get("config_sha256", ""))
+        other = f" with another configuration (config hash {recorded[:12]}…, now {config_sha256[:12]}…)" if recorded and recorded != config_sha256 else ""
         raise RunExistsError(
             f"run {run_id} already exists in {runs_dir}{other}.",
             "Each trial gets a new ID and a changed configuration gets a new ID; leave --run-id out for a fresh one, "
@@ -37,25 +51,23 @@ def create_run_dir(runs_dir: Path, run_id: str, config_sha256: str = "") -> Path
     return run_dir
 
 
-def open_run_dir(runs_dir: Path, run_id: str) -> Path:
-    """An existing run to resume."""
-    _check_id(run_id)
-    run_dir = runs_dir / run_id
+def open_run_dir(runs_dir: Path, run_id: str) -> tuple[Path, dict]:
+    """An existing run to resume, and its manifest."""
+    run_dir = runs_dir / check_run_id(run_id)
     if not (run_dir / "manifest.json").is_file():
         raise ConfigError(f"no run {run_id} to resume in {runs_dir} (no manifest.json).", "Resume names the ID of an interrupted run; start a new one without --resume.")
-    return run_dir
-
-
-def _check_id(run_id: str) -> None:
-    if not RUN_ID_RE.match(run_id):
-        raise ConfigError(f"run ID {run_id!r} is not usable as a folder name.", "Use letters, digits, '.', '_' and '-' (at most 80).")
+    manifest = read_manifest(run_dir)
+    if not manifest.get("attempts"):
+        raise RunExistsError(f"{run_dir / 'manifest.json'} is not a readable run manifest.", "The run cannot be resumed; start a new run (a new ID).")
+    return run_dir, manifest
 
 
 def read_manifest(run_dir: Path) -> dict:
     try:
-        return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
         return {}
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def utc_now() -> str:
@@ -63,34 +75,37 @@ def utc_now() -> str:
 
 
 def write_json(path: Path, data: object) -> None:
-    write_bytes(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+    write_atomic(path, lambda handle: handle.write((json.dumps(data, indent=2) + "\n").encode("utf-8")))
 
 
-def write_bytes(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, write) -> None:
+    """``write(handle)`` into a temporary file beside ``path``, synced, then renamed over it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
+def save_checkpoint(path: Path, state: dict) -> None:
+    import torch
+
+    write_atomic(path, lambda handle: torch.save(state, handle))
+
+
 def encode_line(record: dict) -> bytes:
-    return (json.dumps(record, separators=(",", ":")) + "\n").encode("utf-8")
-
-
-def append_jsonl(path: Path, record: dict) -> None:
-    append_line(path, encode_line(record))
+    return (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
 
 
 def append_line(path: Path, line: bytes) -> None:
-    """One whole line per call (a single write), flushed to disk: a kill leaves at most a
-    partial last line without its newline, which readers ignore and resume truncates."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """One whole line per call (a single write), flushed to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
     try:
         os.write(fd, line)
         os.fsync(fd)
@@ -111,25 +126,10 @@ def drop_partial_line(path: Path) -> int:
     """Truncate a partial last line left by a kill; returns the number of bytes dropped."""
     if not path.exists():
         return 0
-    size = path.stat().st_size
     with open(path, "rb+") as handle:
         data = handle.read()
         keep = data.rfind(b"\n") + 1
-        if keep < size:
+        if keep < len(data):
             handle.truncate(keep)
-            handle.flush()
             os.fsync(handle.fileno())
-    return size - keep
-
-
-def save_checkpoint(path: Path, state: dict) -> None:
-    import torch
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return len(data) - keep

@@ -59,13 +59,17 @@ def run_pilot(model_name: str, parameters: dict, argv: list[str] | None = None) 
         return error.exit_code
     except OSError as error:
         where = f" {error.filename}" if error.filename else ""
-        print(f"Error: cannot use{where}: {error.strerror or error}. Hint: check the permissions and free space there; "
-              "--resume ID continues a run that was cut short.", file=sys.stderr)
+        print(
+            f"Error: cannot use{where}: {error.strerror or error}. Hint: check the permissions and free space there; "
+            "--resume ID continues a run that was cut short.",
+            file=sys.stderr,
+        )
         return 10
     except KeyboardInterrupt:
         print(f"Error: interrupted. Hint: continue the run with --resume {name}.", file=sys.stderr)
         return 130
-    print(f"pilot: run {run_dir.name}: {summary['accepted']} accepted, {summary['rejected']} rejected of {summary['inputs']} inputs -> {run_dir}", file=sys.stderr)
+    counts = f"{summary['accepted']} accepted, {summary['rejected']} rejected of {summary['inputs']} inputs"
+    print(f"pilot: run {run_dir.name}: {counts} -> {run_dir}", file=sys.stderr)
     return 0
 
 

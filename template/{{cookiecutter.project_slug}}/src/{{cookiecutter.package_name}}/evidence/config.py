@@ -1,10 +1,10 @@
 """config/pilot.json: the pilot's parameters, checked key by key before any run folder exists.
 
-Every key below is required unless said otherwise, an unknown key is refused (a typo
-never passes silently), and a value of the wrong type or out of range is named with its
-key and the file (exit 2). Paths are relative to the project folder and stay inside it.
-The "model" and "training" sections belong to the model: pilot.py's PARAMETERS says
-what they hold. "stop_rules" and each rule in it are optional (a rule left out is off).
+Every key of SCHEMA is required unless listed as optional, an unknown key is refused (a
+typo never passes silently), and a value of the wrong type or out of range is named with
+its key and the file (exit 2). Paths are relative to the project folder and stay inside
+it. The "model" and "training" sections belong to the model: pilot.py's PARAMETERS says
+what they hold. "stop_rules" and each rule in it may be left out (the rule is then off).
 """
 
 from __future__ import annotations
@@ -41,22 +41,16 @@ class PilotConfig:
     data_dir = property(lambda self: self.root / self.raw["data_dir"])
     manifest = property(lambda self: self.root / self.raw["manifest"])
     runs_dir = property(lambda self: self.root / self.raw["runs_dir"])
-    expected_documents = property(lambda self: self.raw["expected_documents"])
-    expected_rejections = property(lambda self: self.raw["expected_rejections"])
-    limits = property(lambda self: self.raw["limits"])
     parameters = property(lambda self: {name: self.raw[name] for name in self.model_sections})
 
     @property
     def sha256(self) -> str:
         """Hash of the parameters themselves (key order and spacing do not matter)."""
-        canonical = json.dumps(self.raw, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return hashlib.sha256(json.dumps(self.raw, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
 def load_config(path: Path, root: Path, parameters: dict) -> PilotConfig:
-    path = Path(path)
-    if not path.is_absolute() and not path.exists():
-        path = root / path
+    path = Path(path) if Path(path).is_absolute() or Path(path).exists() else root / path
     if not path.is_file():
         raise ConfigError(f"configuration file {path} not found.", "Pass --config config/pilot.json from the project folder.")
     try:
@@ -65,30 +59,21 @@ def load_config(path: Path, root: Path, parameters: dict) -> PilotConfig:
         raise ConfigError(f"{path} is not valid JSON: {error}.", "Fix it at the position given; NaN and Infinity are not JSON.") from None
     try:
         _check(schema(parameters), raw, "")
-        _check_together(raw)
+        for low, high in (("limits.min_chars", "limits.max_chars"), ("expected_rejections", "expected_documents")):
+            values = [_at(raw, low), _at(raw, high)]
+            if values[0] > values[1]:
+                raise _Problem(low, f"= {values[0]} is above {high} = {values[1]}")
     except _Problem as problem:
-        where = f"{problem.key} " if problem.key else "the top level "
-        raise ConfigError(f"{path}: {where}{problem.text}.", problem.hint) from None
+        raise ConfigError(f"{path}: {problem.key or 'the top level'} {problem.text}.", problem.hint) from None
     return PilotConfig(path=path.resolve(), root=root, raw=raw, model_sections=tuple(parameters))
 
 
 def schema(parameters: dict) -> Section:
     model = {name: Section({key: _number(*spec) for key, spec in fields.items()}) for name, fields in parameters.items()}
-    flag = _of_type(bool, "true or false")
-    return Section(
-        {
-            "categories": _names,
-            "data_dir": _path,
-            "manifest": _path,
-            "runs_dir": _path,
-            "expected_documents": _number(int, 1, MOST),
-            "expected_rejections": _number(int, 0, MOST),
-            "limits": Section({"min_chars": _number(int, 0, MOST), "max_chars": _number(int, 1, MOST)}),
-            "stop_rules": Section({rule: _quality if rule == "quality_below_threshold" else flag for rule in RULES}, optional=RULES),
-            **model,
-        },
-        optional=("stop_rules",),
-    )
+    rules = Section({rule: _quality if rule == "quality_below_threshold" else _flag for rule in RULES}, optional=RULES)
+    whole, limits = _number(int, 0, MOST), Section({"min_chars": _number(int, 0, MOST), "max_chars": _number(int, 1, MOST)})
+    fields = {"categories": _names, "data_dir": _path, "manifest": _path, "runs_dir": _path, "expected_documents": _number(int, 1, MOST)}
+    return Section({**fields, "expected_rejections": whole, "limits": limits, "stop_rules": rules, **model}, optional=("stop_rules",))
 
 
 class _Problem(Exception):
@@ -97,47 +82,37 @@ class _Problem(Exception):
 
 
 def _check(spec, value, key: str) -> None:
-    if isinstance(spec, Section):
-        if not isinstance(value, dict):
-            raise _Problem(key, f"must be an object, got {_shown(value)}")
-        unknown = sorted(set(value) - set(spec))
-        if unknown:
-            raise _Problem(_join(key, unknown[0]), "is not a known key", f"Known keys{' in ' + key if key else ''}: {', '.join(spec)}.")
-        for name, inner in spec.items():
-            if name in value:
-                _check(inner, value[name], _join(key, name))
-            elif name not in spec.optional:
-                raise _Problem(_join(key, name), "is missing", "Add it; a fresh `bundler new` project shows every key.")
-        return
-    problem = spec(value)
-    if isinstance(problem, Section):
-        _check(problem, value, key)
-    elif problem:
-        raise _Problem(key, problem)
-
-
-def _check_together(raw: dict) -> None:
-    if raw["limits"]["min_chars"] > raw["limits"]["max_chars"]:
-        raise _Problem("limits", "has min_chars above max_chars")
-    if raw["expected_rejections"] > raw["expected_documents"]:
-        raise _Problem("expected_rejections", "is above expected_documents")
+    if not isinstance(spec, Section):
+        spec = spec(value)
+        if isinstance(spec, str):
+            raise _Problem(key, spec)
+        if spec is None:
+            return
+    if not isinstance(value, dict):
+        raise _Problem(key, f"must be an object, got {_shown(value)}")
+    unknown = sorted(set(value) - set(spec))
+    if unknown:
+        raise _Problem(
+            f"{key}.{unknown[0]}".lstrip("."), "is not a known key", f"Known keys{' in ' + key if key else ''}: {', '.join(spec)}."
+        )
+    for name, inner in spec.items():
+        if name in value:
+            _check(inner, value[name], f"{key}.{name}".lstrip("."))
+        elif name not in spec.optional:
+            raise _Problem(f"{key}.{name}".lstrip("."), "is missing", "Add it; a fresh `bundler new` project shows every key.")
 
 
 def _number(kind: type, lowest, highest):
-    wanted = "a whole number" if kind is int else "a number"
-
     def check(value):
         if isinstance(value, bool) or not isinstance(value, int if kind is int else (int, float)):
-            return f"must be {wanted} from {lowest} to {highest}, got {_shown(value)}"
-        if not (math.isfinite(value) and lowest <= value <= highest):
-            return f"= {value} is out of range: {lowest} to {highest}"
-        return None
+            return f"must be {'a whole number' if kind is int else 'a number'} from {lowest} to {highest}, got {_shown(value)}"
+        return None if math.isfinite(value) and lowest <= value <= highest else f"= {value} is out of range: {lowest} to {highest}"
 
     return check
 
 
-def _of_type(kind: type, wanted: str):
-    return lambda value: None if isinstance(value, kind) else f"must be {wanted}, got {_shown(value)}"
+def _flag(value):
+    return None if isinstance(value, bool) else f"must be true or false, got {_shown(value)}"
 
 
 def _names(value):
@@ -159,9 +134,9 @@ def _path(value):
 def _quality(value):
     if value is False:
         return None
-    if not isinstance(value, dict):
-        return f"must be false or an object with min_accuracy and check_set, got {_shown(value)}"
-    return Section({"min_accuracy": _number(float, 0, 1), "check_set": _check_set}, optional=("check_set",))
+    if isinstance(value, dict):
+        return Section({"min_accuracy": _number(float, 0, 1), "check_set": _check_set}, optional=("check_set",))
+    return f"must be false or an object with min_accuracy and check_set, got {_shown(value)}"
 
 
 def _check_set(value):
@@ -171,15 +146,13 @@ def _check_set(value):
 
 
 def _shown(value) -> str:
-    if isinstance(value, str):
-        return f"the text {value!r}"
-    if isinstance(value, (list, dict)):
-        return "a list" if isinstance(value, list) else "an object"
-    return json.dumps(value)
+    return f"the text {value!r}" if isinstance(value, str) else {list: "a list", dict: "an object"}.get(type(value), json.dumps(value))
 
 
-def _join(key: str, name: str) -> str:
-    return f"{key}.{name}" if key else name
+def _at(raw: dict, key: str):
+    for name in key.split("."):
+        raw = raw[name]
+    return raw
 
 
 def _not_json(constant: str):

@@ -48,9 +48,9 @@ def load_documents(config: PilotConfig) -> list[Document]:
         if document.id in seen:
             raise InputError(f"{config.manifest}: document ID {document.id!r} appears twice.", "Every document needs a unique ID.")
         seen.add(document.id)
-    if len(documents) != config.expected_documents:
+    if len(documents) != config.raw["expected_documents"]:
         raise InputError(
-            f"{config.manifest} lists {len(documents)} documents, the configuration expects {config.expected_documents}.",
+            f"{config.manifest} lists {len(documents)} documents, the configuration expects {config.raw['expected_documents']}.",
             "Fix expected_documents or restore the missing documents.",
         )
     listed = {d.file for d in documents} | {config.manifest.name}
@@ -65,15 +65,21 @@ def load_documents(config: PilotConfig) -> list[Document]:
 
 def _manifest_entries(config: PilotConfig) -> list:
     if not config.data_dir.is_dir():
-        raise InputError(f"data folder {config.data_dir} not found.", "Restore it from the project archive; the pilot never runs on a partial input.")
+        raise InputError(
+            f"data folder {config.data_dir} not found.", "Restore it from the project archive; the pilot never runs on a partial input."
+        )
     if not config.manifest.is_file():
-        raise InputError(f"input manifest {config.manifest} not found.", "It lists every document with its SHA-256; restore it with the data.")
+        raise InputError(
+            f"input manifest {config.manifest} not found.", "It lists every document with its SHA-256; restore it with the data."
+        )
     try:
         manifest = json.loads(config.manifest.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as error:
         raise InputError(f"{config.manifest} is not valid JSON ({error}).", "Restore it from the project archive.") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("documents"), list) or set(manifest) - MANIFEST_KEYS:
-        raise InputError(f"{config.manifest} is not an input manifest.", f"It is an object with the keys {', '.join(sorted(MANIFEST_KEYS))}.")
+        raise InputError(
+            f"{config.manifest} is not an input manifest.", f"It is an object with the keys {', '.join(sorted(MANIFEST_KEYS))}."
+        )
     return manifest["documents"]
 
 
@@ -85,7 +91,9 @@ def _entry(config: PilotConfig, entry: object) -> Document:
     if not isinstance(file, str) or file in ("", ".", "..") or "/" in file or "\\" in file:
         raise InputError(f"{where}: file {file!r} is not a file name in {config.data_dir}.", "Documents lie in data_dir itself.")
     label = entry.get("label")
-    if not (isinstance(entry["id"], str) and entry["id"] and SHA256_RE.match(str(entry["sha256"])) and isinstance(label, (str, type(None)))):
+    if not (
+        isinstance(entry["id"], str) and entry["id"] and SHA256_RE.match(str(entry["sha256"])) and isinstance(label, (str, type(None)))
+    ):
         raise InputError(f"{where}: id and label must be text, sha256 64 hex digits.", "Fix that entry.")
     if expect not in ("accept", "reject"):
         raise InputError(f"{where}: expect = {expect!r} is neither accept nor reject.", "Fix that entry.")
@@ -103,7 +111,7 @@ def _read(config: PilotConfig, document: Document) -> Document:
             f"document {document.id} ({path}) was modified: SHA-256 {actual[:12]}… differs from the manifest's {document.sha256[:12]}….",
             "The pilot input is immutable: restore the original file, or record a new input version with its new hash.",
         )
-    text, reason = _decode(data, config.limits)
+    text, reason = _decode(data, config.raw["limits"])
     return replace(document, text=text, reason=reason)
 
 

@@ -8,8 +8,8 @@ change of machine, and `bundler runs verify` flags one.
 from __future__ import annotations
 
 import hashlib
-import platform
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -58,16 +58,13 @@ def environment(root: Path) -> dict:
 
     lock = root / LOCK_FILE
     return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "interpreter": Path(sys.executable).name,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
         "virtualenv": sys.prefix != sys.base_prefix,
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "hip": getattr(torch.version, "hip", None),
         "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
         "platform": platform.platform(),
-        "host": platform.node(),
         "lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None,
         "image_digest": os.environ.get("BUNDLE_IMAGE_DIGEST") or None,
     }

@@ -38,7 +38,9 @@ class StopRules:
 
     def check_quality(self, correct: int, total: int) -> None:
         if total == 0:
-            raise StoppedError("quality_below_threshold", "the check set holds no labelled accepted document: quality cannot be measured.", "quality check")
+            raise StoppedError(
+                "quality_below_threshold", "the check set holds no labelled accepted document: quality cannot be measured.", "quality check"
+            )
         if correct / total < self.min_accuracy:
             reason = f"accuracy {correct / total:.3f} ({correct}/{total}) on the check set is below the declared {self.min_accuracy}."
             raise StoppedError("quality_below_threshold", reason, "quality check")
@@ -50,8 +52,13 @@ class StopRules:
         by_id = {d.id: d for d in documents}
         unknown = [i for i in self.check_set if i not in by_id]
         if unknown:
-            raise ConfigError(f"stop_rules.quality_below_threshold.check_set names {unknown[0]!r}, which the input manifest does not list.", "List IDs of labelled pilot documents.")
+            raise ConfigError(
+                f"stop_rules.quality_below_threshold.check_set names {unknown[0]!r}, which the input manifest does not list.",
+                "List IDs of labelled pilot documents.",
+            )
         unlabelled = [i for i in self.check_set if by_id[i].label not in categories]
         if unlabelled:
-            raise ConfigError(f"check set document {unlabelled[0]} has no label among the categories.", "The check set holds labelled documents only.")
+            raise ConfigError(
+                f"check set document {unlabelled[0]} has no label among the categories.", "The check set holds labelled documents only."
+            )
         return [i for i in self.check_set if by_id[i].accepted]

@@ -42,7 +42,11 @@ def create_run_dir(runs_dir: Path, run_id: str, config_sha256: str) -> Path:
         run_dir.mkdir()
     except FileExistsError:
         recorded = str(read_manifest(run_dir).get("config_sha256", ""))
-        other = f" with another configuration (config hash {recorded[:12]}…, now {config_sha256[:12]}…)" if recorded and recorded != config_sha256 else ""
+        other = (
+            f" with another configuration (config hash {recorded[:12]}…, now {config_sha256[:12]}…)"
+            if recorded and recorded != config_sha256
+            else ""
+        )
         raise RunExistsError(
             f"run {run_id} already exists in {runs_dir}{other}.",
             "Each trial gets a new ID and a changed configuration gets a new ID; leave --run-id out for a fresh one, "
@@ -55,10 +59,15 @@ def open_run_dir(runs_dir: Path, run_id: str) -> tuple[Path, dict]:
     """An existing run to resume, and its manifest."""
     run_dir = runs_dir / check_run_id(run_id)
     if not (run_dir / "manifest.json").is_file():
-        raise ConfigError(f"no run {run_id} to resume in {runs_dir} (no manifest.json).", "Resume names the ID of an interrupted run; start a new one without --resume.")
+        raise ConfigError(
+            f"no run {run_id} to resume in {runs_dir} (no manifest.json).",
+            "Resume names the ID of an interrupted run; start a new one without --resume.",
+        )
     manifest = read_manifest(run_dir)
     if not manifest.get("attempts"):
-        raise RunExistsError(f"{run_dir / 'manifest.json'} is not a readable run manifest.", "The run cannot be resumed; start a new run (a new ID).")
+        raise RunExistsError(
+            f"{run_dir / 'manifest.json'} is not a readable run manifest.", "The run cannot be resumed; start a new run (a new ID)."
+        )
     return run_dir, manifest
 
 

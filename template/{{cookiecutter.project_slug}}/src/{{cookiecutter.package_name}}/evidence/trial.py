@@ -50,11 +50,19 @@ class Trial:
         return trial
 
     @classmethod
-    def resume(cls, config: PilotConfig, rules: StopRules, model, run_dir: Path, manifest: dict, documents: list[Document], command: list[str]) -> Trial:
+    def resume(
+        cls, config: PilotConfig, rules: StopRules, model, run_dir: Path, manifest: dict, documents: list[Document], command: list[str]
+    ) -> Trial:
         _close_killed_attempt(manifest, run_dir)
         dropped = {name: n for name in RESULT_FILES if (n := store.drop_partial_line(run_dir / name))}
         done = sum(len(store.complete_lines(run_dir / name)) for name in RESULT_FILES)
-        attempt = {"kind": "resume", "started": store.utc_now(), "command": command, "lines_kept": done, "partial_line_bytes_dropped": dropped}
+        attempt = {
+            "kind": "resume",
+            "started": store.utc_now(),
+            "command": command,
+            "lines_kept": done,
+            "partial_line_bytes_dropped": dropped,
+        }
         manifest["attempts"].append(attempt)
         manifest["status"] = "running"
         trial = cls(config, rules, model, run_dir, manifest, documents)
@@ -71,6 +79,7 @@ class Trial:
             self._close_with(error, "failed", None)
 
     def _run(self) -> dict:
+        folder = self.config.raw["data_dir"]
         written = {r["id"] for name in RESULT_FILES for r in store.complete_lines(self.run_dir / name)}
         for document in self.documents:
             if not document.accepted and document.id not in written:
@@ -82,8 +91,8 @@ class Trial:
         for document in accepted:
             if document.id not in written:
                 if self.rules.essential_input_missing and not (self.config.data_dir / document.file).is_file():
-                    at = f"predicting {document.id}"
-                    raise StoppedError("essential_input_missing", f"document {document.id} ({self.config.raw['data_dir']}/{document.file}) vanished during the run.", at)
+                    reason = f"document {document.id} ({folder}/{document.file}) vanished during the run."
+                    raise StoppedError("essential_input_missing", reason, f"predicting {document.id}")
                 line = store.encode_line({"id": document.id, **self._prediction(classifier, document)})
                 store.append_line(self.run_dir / "predictions.jsonl", line)
         return self._finish()
@@ -94,7 +103,7 @@ class Trial:
             try:
                 state, classifier = load(checkpoint, self.model)
             except CheckpointError as error:
-                raise StoppedError("checkpoint_not_reloadable", f"the interrupted run's {error}", "resume: loading the checkpoint") from None
+                raise StoppedError("checkpoint_not_reloadable", f"the interrupted run's {error}", "resume: loading it") from None
             self.losses = list(state["progress"]["losses"])
             return classifier
         categories = self.config.categories
@@ -141,12 +150,18 @@ class Trial:
         report = _reload_in_fresh_process(self.run_dir)
         problems = list(report.get("problems", []))
         by_id = {d.id: d for d in accepted}
-        expected = [{"id": e["id"], **self._prediction(classifier, by_id[e["id"]])} for e in report.get("predicted", []) if e["id"] in by_id]
+        expected = [
+            {"id": e["id"], **self._prediction(classifier, by_id[e["id"]])} for e in report.get("predicted", []) if e["id"] in by_id
+        ]
         if not problems and expected != report.get("predicted"):
             problems.append(f"the reloaded model predicts {report.get('predicted')}, the trained one {expected}")
         if problems:
             raise StoppedError("checkpoint_not_reloadable", "; ".join(problems), "checkpoint reload check")
-        self.manifest["checkpoint_reload"] = {"sha256": digest, "seconds": round(time.time() - started, 3), "predicted": [e["id"] for e in expected]}
+        self.manifest["checkpoint_reload"] = {
+            "sha256": digest,
+            "seconds": round(time.time() - started, 3),
+            "predicted": [e["id"] for e in expected],
+        }
         self._save_manifest()
 
     # -- closing --------------------------------------------------------------------
@@ -158,7 +173,10 @@ class Trial:
         self._close(summary["status"])
         failed = [name for name, ok in summary["checks"].items() if not ok]
         if failed:
-            raise AccountingError(f"run {self.run_dir.name} does not account for its inputs: {', '.join(failed)} failed.", f"See runs/{self.run_dir.name}/summary.json.")
+            raise AccountingError(
+                f"run {self.run_dir.name} does not account for its inputs: {', '.join(failed)} failed.",
+                f"See runs/{self.run_dir.name}/summary.json.",
+            )
         return summary
 
     def _close_with(self, error: PilotError, status: str, stopped: dict | None) -> None:
@@ -196,7 +214,7 @@ def account(config: PilotConfig, documents: list[Document], run_dir: Path) -> di
         "counts_add_up": len(predicted) + len(rejected) == len(inputs),
         "each_input_once": sorted(written) == sorted(inputs),
         "no_invented_ids": set(written) <= set(inputs),
-        "rejections_as_planned": sorted(rejected) == planned and len(planned) == config.expected_rejections,
+        "rejections_as_planned": sorted(rejected) == planned and len(planned) == config.raw["expected_rejections"],
     }
     return {
         "status": "complete" if all(checks.values()) else "failed",
@@ -214,14 +232,22 @@ def refuse_changes(config: PilotConfig, run_dir: Path, manifest: dict) -> None:
     """A run continues only on the configuration and input it started with, and only if it did not stop."""
     name = run_dir.name
     if manifest.get("config_sha256") != config.sha256:
+        recorded, now = str(manifest.get("config_sha256"))[:12], config.sha256[:12]
         raise RunExistsError(
-            f"run {name} was made with config hash {str(manifest.get('config_sha256'))[:12]}…; {config.path.name} now hashes {config.sha256[:12]}….",
-            "A changed configuration gets a new run ID: start a new run without --resume, or restore the run's configuration (recorded in its manifest.json).",
+            f"run {name} was made with config hash {recorded}…; {config.path.name} now hashes {now}….",
+            "A changed configuration gets a new run ID: start a new run without --resume, "
+            "or restore the run's configuration (recorded in its manifest.json).",
         )
     if manifest.get("input_manifest_sha256") != manifest_sha256(config):
-        raise RunExistsError(f"run {name} was made on another input (its input manifest hash differs from {config.raw['manifest']}).", "Resume on the input the run started with, or start a new run.")
+        raise RunExistsError(
+            f"run {name} was made on another input (its input manifest hash differs from {config.raw['manifest']}).",
+            "Resume on the input the run started with, or start a new run.",
+        )
     if manifest.get("status") in ("stopped", "failed"):
-        raise RunExistsError(f"run {name} is {manifest['status']}; its evidence and reason are kept as they are.", "Fix the cause, then start a new run (a new ID).")
+        raise RunExistsError(
+            f"run {name} is {manifest['status']}; its evidence and reason are kept as they are.",
+            "Fix the cause, then start a new run (a new ID).",
+        )
 
 
 def _close_killed_attempt(manifest: dict, run_dir: Path) -> None:

@@ -46,7 +46,7 @@ def verify_command(run_dir: RunDirArg, no_reload: NoReload = False, python: Pyth
     document = {"ok": result.accepted, **result.as_dict()}
     if not result.accepted:
         raise FindingsError(
-            f"run {run_dir} is not an accepted delivery: {len(result.problems)} check(s) failed "
+            f"run {run_dir} is not an accepted delivery ({result.status}): {len(result.problems)} check(s) failed "
             f"({', '.join(c.name for c in result.problems)}).",
             hint="Each failed check is named above with what it found; the run folder was not modified.",
             path=run_dir,
@@ -91,13 +91,15 @@ def export_command(
 
 @runs_app.command("summary")
 @handles_errors
-def summary_command(project: ProjectArg = None, json_output: JsonFlag = False) -> None:
-    """A table of the project's runs: ID, config hash, status, counts, duration, decision."""
+def summary_command(
+    project: ProjectArg = None, no_reload: NoReload = False, python: PythonOpt = None, json_output: JsonFlag = False
+) -> None:
+    """A table of the project's runs: ID, config hash, status (runs verify's verdict), counts, duration, decision."""
     from bundler.evidence.runs import collect_runs, runs_dir
 
     out = Output(json_output)
     project = project or Path.cwd()
-    rows = collect_runs(project)
+    rows = collect_runs(project, reload=not no_reload, python=python)
     if not rows:
         out.say(f"No runs in {runs_dir(project)} yet.")
     else:

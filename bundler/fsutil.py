@@ -99,7 +99,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask())
             os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -150,16 +150,27 @@ def staged_directory(dest: Path) -> Iterator[Path]:
             ) from None
         raise
     try:
-        os.chmod(staging, 0o777 & ~_umask())
+        os.chmod(staging, 0o777 & ~umask())
         yield staging
         with naming(dest):
             if dest.is_dir():
                 dest.rmdir()  # only an empty folder gets here; rmdir refuses anything else
             os.replace(staging, dest)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         _remove_made(made)
         raise
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` even where a copied read-only folder inside it would stop rmtree."""
+
+    def writable_then_retry(function, path, _):
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            function(path)
+
+    shutil.rmtree(folder, onerror=writable_then_retry)
 
 
 def _remove_made(folders: list[Path]) -> None:
@@ -168,7 +179,7 @@ def _remove_made(folders: list[Path]) -> None:
             folder.rmdir()
 
 
-def _umask() -> int:
+def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
 from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes
 from bundler.evidence.verify import Verification, verify_run
-from bundler.fsutil import atomic_write_text, naming, read_json, staged_directory
+from bundler.fsutil import atomic_write_text, naming, read_json, staged_directory, umask
 
 DECISIONS = ("launch", "fix-env", "revise-config")
 DECISIONS_FILE = "decisions.jsonl"
@@ -71,6 +71,7 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
     checksums = run_dir / CHECKSUMS
     with staged_directory(dest) as staging:  # DEST appears whole or not at all
         shutil.copytree(run_dir, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns(CHECKSUMS))
+        staging.chmod(0o777 & ~umask())  # the copy is ours to complete, even of a read-only run folder
         atomic_write_text(staging / CHECKSUMS, sums)
         problems, unlisted = compare_checksums(staging)
         if problems or unlisted:

@@ -84,7 +84,7 @@ def _manifest_entries(config: PilotConfig) -> list:
 
 
 def _entry(config: PilotConfig, entry: object) -> Document:
-    where = f"{config.manifest}: document {entry.get('id', '?') if isinstance(entry, dict) else entry!r}"
+    where = f"{config.manifest}: " + (f"document {entry.get('id', '?')}" if isinstance(entry, dict) else f"entry {entry!r}")
     if not isinstance(entry, dict) or not {"id", "file", "sha256"} <= set(entry) or set(entry) - ENTRY_KEYS:
         raise InputError(f"{where} must hold id, file and sha256 (and may hold bytes, label, expect, reason).", "No other key is allowed.")
     file, expect = entry["file"], entry.get("expect", "accept")

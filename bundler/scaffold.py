@@ -41,6 +41,7 @@ IMAGE_RE = re.compile(
     r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
 MAX_SIZE_BUDGET_MB = 1_000_000  # a terabyte: beyond it a number is a typo, not an image size
+LATIN = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE", "đ": "d", "ł": "l", "Ł": "L", "þ": "th"})
 SHADOWED = {"torch", "numpy", "bundler"}  # with the standard library: names a package in src/ must not hide
 
 
@@ -231,7 +232,7 @@ def _title(folder: str) -> str:
 
 def _derived(text: str, separator: str, source: str, key: str, example: str) -> str:
     """A slug or an import name from ``text``; accents are dropped, letters without an ASCII form refused."""
-    decomposed = unicodedata.normalize("NFKD", text)
+    decomposed = unicodedata.normalize("NFKD", text.translate(LATIN))
     lost = sorted({c for c in decomposed if not c.isascii() and unicodedata.category(c)[0] in "LN"})
     if lost:
         raise UsageError(

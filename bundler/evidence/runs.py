@@ -26,7 +26,7 @@ from bundler.fsutil import atomic_write_text, naming, read_json, staged_director
 DECISIONS = ("launch", "fix-env", "revise-config")
 DECISIONS_FILE = "decisions.jsonl"
 PILOT_CONFIG = "config/pilot.json"
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")  # the generated pilot's own rule (evidence/store.py)
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")  # the generated pilot's own rule (evidence/store.py)
 
 
 # -- export ---------------------------------------------------------------------------
@@ -89,10 +89,10 @@ def pull_commands(run_id: str, dest: Path) -> dict:
     """How to get a run from a rented box when bundler runs on the workstation (shell-quoted;
     USER, BOX and PROJECT are the user's to fill in)."""
     remote = shlex.quote(f"PROJECT/runs/{run_id}")
-    local = shlex.quote(str(dest))
+    local = shlex.quote(str(dest) if not str(dest).startswith("-") else f"./{dest}")  # never read as an option
     return {
         "checksums_on_box": f"cd {remote} && find . -type f ! -name {CHECKSUMS} -print0 | sort -z | xargs -0 sha256sum > {CHECKSUMS}",
-        "rsync": f"rsync -av --partial USER@BOX:{shlex.quote(f'PROJECT/runs/{run_id}/')} {shlex.quote(str(dest) + '/')}",
+        "rsync": f"rsync -av --partial USER@BOX:{shlex.quote(f'PROJECT/runs/{run_id}/')} {shlex.quote(shlex.split(local)[0] + '/')}",
         "scp": f"scp -rp USER@BOX:{remote} {local}",
         "check_copy": f"(cd {local} && sha256sum -c --quiet {CHECKSUMS}) && bundler runs verify {local}",
     }
@@ -128,7 +128,7 @@ def runs_dir(project: Path) -> Path:
 
 def run_folder(project: Path, run_id: str) -> Path:
     """The folder of run ``run_id``: a name of the runs folder, never a path (../x, /abs) out of it."""
-    if not RUN_ID_RE.match(run_id):
+    if not RUN_ID_RE.fullmatch(run_id):
         raise UsageError(
             f"{run_id!r} is not a run ID.",
             hint="A run ID is a folder name under runs/: letters, digits, '.', '_' and '-'. `bundler runs summary` lists them.",

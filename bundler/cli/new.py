@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     @app.command("new")
     @handles_errors
     def new_command(
-        dest: Annotated[Path, typer.Argument(help="Folder to create (must not exist, or be empty).", show_default=False)],
+        dest: Annotated[Path, typer.Argument(help="Folder to create (must not exist, or be empty).", show_default=False, readable=False)],
         backend: Annotated[Optional[str], typer.Option(help="cuda, rocm or cpu (default cpu).", show_default=False)] = None,
         name: Annotated[Optional[str], typer.Option(help="Human name of the project (default: from DEST).", show_default=False)] = None,
         set_: Annotated[

@@ -14,7 +14,10 @@ from bundler.errors import FindingsError
 
 runs_app = typer.Typer(help="Check, export, summarize and decide on the trials under runs/.", no_args_is_help=True)
 
-RunDirArg = Annotated[Path, typer.Argument(help="A run folder, e.g. runs/pilot-001 (or an exported copy).", show_default=False)]
+# readable=False: an unreadable folder is reported by the command itself, naming the file (exit 10), not by click (exit 2)
+RunDirArg = Annotated[
+    Path, typer.Argument(help="A run folder, e.g. runs/pilot-001 (or an exported copy).", show_default=False, readable=False)
+]
 NoReload = Annotated[
     bool, typer.Option("--no-reload", help="Skip the checkpoint reload in a fresh process (fast, but the run is then not proven).")
 ]
@@ -59,7 +62,7 @@ def verify_command(run_dir: RunDirArg, no_reload: NoReload = False, python: Pyth
 @handles_errors
 def export_command(
     run_dir: RunDirArg,
-    dest: Annotated[Path, typer.Argument(help="New folder for the copy (must not exist).", show_default=False)],
+    dest: Annotated[Path, typer.Argument(help="New folder for the copy (must not exist).", show_default=False, readable=False)],
     no_reload: NoReload = False,
     python: PythonOpt = None,
     json_output: JsonFlag = False,
@@ -135,7 +138,7 @@ def decide_command(
     ],
     why: Annotated[str, typer.Option("--why", help="The rationale, stored with the decision.", show_default=False)],
     project: Annotated[
-        Optional[Path], typer.Option("--project", help="Project folder (default: the current folder).", show_default=False)
+        Optional[Path], typer.Option("--project", help="Project folder (default: the current folder).", show_default=False, readable=False)
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:

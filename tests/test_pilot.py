@@ -166,3 +166,69 @@ class TestErrors:
         assert summary["status"] == "failed"
         assert "doc-10" in summary["rejected_ids"]
         assert summary["accepted"] + summary["rejected"] == 12
+
+
+CENTROIDS = '''"""Another model behind the same contract: the nearest centroid of hashed token counts."""
+
+import re
+import zlib
+
+import torch
+
+
+class Centroids:
+    def __init__(self, categories: int, buckets: int) -> None:
+        self.buckets, self.centroids = buckets, torch.zeros(categories, buckets)
+
+    def vector(self, text: str) -> torch.Tensor:
+        vector = torch.zeros(self.buckets)
+        for token in re.findall(r"[a-z0-9]+", text.lower()):
+            vector[zlib.crc32(token.encode()) % self.buckets] += 1
+        return vector / vector.norm().clamp_min(1e-12)
+
+    def fit(self, texts, labels, on_step) -> None:
+        for text, label in zip(texts, labels):
+            self.centroids[label] += self.vector(text)
+        self.centroids /= self.centroids.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        on_step(1, 0.0)
+
+    def predict(self, text: str):
+        score, index = torch.softmax(10 * (self.centroids @ self.vector(text)), dim=0).max(dim=0)
+        return int(index), float(score)
+
+    def state(self) -> dict:
+        return {"centroids": self.centroids, "buckets": self.buckets}
+
+
+def create(categories, parameters):
+    return Centroids(len(categories), parameters["model"]["buckets"])
+
+
+def restore(state):
+    model = Centroids(state["centroids"].shape[0], state["buckets"])
+    model.centroids = state["centroids"]
+    return model
+'''
+
+
+def test_another_model_keeping_the_contract_gets_the_same_evidence(tmp_path):
+    """Only model.py, pilot.py's PARAMETERS and config/pilot.json change: evidence/ is untouched."""
+    from tests.conftest import run_cli, scaffold_project
+
+    project = scaffold_project(tmp_path / "example")
+    (project / "src/example/model.py").write_text(CENTROIDS)
+    entry = project / "src/example/pilot.py"
+    start = entry.read_text().index("PARAMETERS = {")
+    end = entry.read_text().index("}\n\n\n", start) + 2
+    entry.write_text(entry.read_text()[:start] + 'PARAMETERS = {"model": {"buckets": (int, 1, 65536)}}\n' + entry.read_text()[end:])
+    path = project / "config/pilot.json"
+    config = json.loads(path.read_text())
+    config["model"] = {"buckets": 1024}
+    del config["training"]
+    path.write_text(json.dumps(config, indent=2))
+
+    result = run_pilot(project, "--run-id", "centroids")
+    assert result.returncode == 0, result.stderr
+    verified = run_cli("runs", "verify", str(project / "runs/centroids"), "--json")
+    assert verified.returncode == 0, verified.stderr
+    assert "re-predicted all 11 accepted documents" in verified.stdout

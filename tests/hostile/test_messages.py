@@ -35,7 +35,7 @@ def test_new_into_the_current_non_empty_folder(tmp_path):
     assert_refused(run(["new", ".", "--no-input", "--name", "x"], cwd=tmp_path, watched=(tmp_path,)), 5, "is not empty")
 
 
-@pytest.mark.parametrize("data_dir", ["../shared/data", "data/../../data"])
+@pytest.mark.parametrize("data_dir", ["../common/data", "data/../../data"])
 def test_a_data_dir_escaping_the_project_says_so(project, data_dir):
     edit_json(project / "config/pilot.json", lambda config: config.update(data_dir=data_dir))
     outcome = run(pilot_argv("--run-id", "x"), cwd=project, env=pilot_env(project), watched=(project,))

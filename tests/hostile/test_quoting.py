@@ -73,3 +73,23 @@ def test_the_resume_hint_of_summary_names_the_run_quoted(tmp_path_factory, tmp_p
     assert outcome.code == 0, outcome.stderr
     reason = json.loads(outcome.stdout)["runs"][0]["reasons"][0]
     assert shlex.split(reason.split("--resume ", 1)[1].rstrip(")")) == ["cut;touch PWNED"]
+
+
+# A leading '-' or a newline in the archive's name is left out here: sha256sum reads the first
+# as an option and its check-file format escapes the second (image/handoff.py, noted for its owner).
+@pytest.mark.parametrize("name", [n for n in HOSTILE if not n.startswith("-") and "\n" not in n])
+def test_the_load_command_printed_by_build_export(tmp_path, name):
+    import hashlib
+
+    from bundler.image.handoff import ExportResult
+
+    archive = tmp_path / f"{name}.tar"
+    archive.write_bytes(b"an image archive\n")
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    checksum = tmp_path / f"{name}.tar.sha256"
+    checksum.write_text(f"{digest}  {archive.name}\n")
+    command = ExportResult(path=archive, sha256=digest, size=17, sha256_path=checksum).load_command
+    done = bash(f'docker() {{ printf "%s\\0" "$@" > "$OUT"; }}\n{command}', tmp_path, OUT=str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr  # sha256sum -c found and checked the archive by its real name
+    assert (tmp_path / "out").read_text().split("\0")[:-1] == ["load", "-i", archive.name]
+    assert not list(tmp_path.rglob("PWNED"))

@@ -16,6 +16,9 @@ import torch
 from torch import nn
 
 TOKEN_RE = re.compile(r"[a-z0-9]+")
+# One document's tensors are tiny: one thread is several times faster than many on them (and
+# the pilot and every reload of its checkpoint then compute the same way). A larger model drops this.
+torch.set_num_threads(1)
 
 
 def featurize(texts: list[str], features: int) -> torch.Tensor:

@@ -30,6 +30,8 @@ def run_pilot(model_name: str, parameters: dict, argv: list[str] | None = None) 
     command = ["python", "-m", f"{model_name.rpartition('.')[0]}.pilot", *(sys.argv[1:] if argv is None else argv)]
     name = args.resume or args.run_id or "?"
     try:
+        for run_id in filter(None, (args.run_id, args.resume)):
+            store.check_run_id(run_id)  # before anything slow: a run ID is a folder name of runs/, never a path
         config = load_config(args.config, PROJECT_ROOT, parameters)
         rules = StopRules.from_config(config.raw)
         if args.resume:

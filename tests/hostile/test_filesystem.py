@@ -102,6 +102,9 @@ def test_decide_on_a_read_only_run_folder(finished, json_mode):
         (["runs", "summary", "--no-reload"], "config/pilot.json"),
         (["plan"], "plan.toml"),
         (["plan"], "catalog.toml"),
+        (["check"], "config/pilot.json"),
+        (["lock", "--cpu", "--dry-run"], "bundle.toml"),
+        (["diagnose", "--local"], "bundle.toml"),
     ],
 )
 def test_an_unreadable_file_is_named(finished, command, unreadable):

@@ -4,7 +4,7 @@ Every answer is validated before anything is written (the Target against the
 compatibility table, names against their shapes). Answers reach the rendered files as
 values, never as template text: cookiecutter's file generator gets them as its context
 (they are not rendered themselves), and bundle.toml takes each one through the TOML
-serializer (the template's ``toml`` filter), so a quote or a newline in a name cannot
+serializer (the template's ``toml`` filter; README's title is Markdown-escaped), so a quote or a newline in a name cannot
 change what the file means. The render happens in a private temporary folder, so that
 no path chosen by the user is ever read as template text.
 """
@@ -52,14 +52,16 @@ class Scaffolded:
     files: int
 
 
-class TomlExtension(Extension):
-    """The template's ``toml`` filter: a value as a TOML literal (tomlkit), never pasted between quotes."""
+class SerializerExtension(Extension):
+    """The template's filters for free text: ``toml`` (a TOML literal, by tomlkit, never pasted
+    between quotes) and ``markdown`` (every character Markdown would read as syntax escaped)."""
 
     def __init__(self, environment) -> None:
         super().__init__(environment)
         import tomlkit
 
         environment.filters["toml"] = lambda value: tomlkit.item(value).as_string()
+        environment.filters["markdown"] = lambda text: re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~])", r"\\\1", str(text))
 
 
 def template_context() -> dict:

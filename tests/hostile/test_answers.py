@@ -82,3 +82,11 @@ def test_template_syntax_in_the_destination_path_is_never_evaluated(tmp_path, de
     project = tmp_path / "nest" / dest / "p"
     assert (project / "src/x/evidence/trial.py").is_file() and (project / "bundle.toml").is_file()
     assert not list(tmp_path.rglob("PWNED")) and not (tmp_path / "nest/49").exists()
+
+
+def test_a_name_with_markdown_syntax_stays_text_in_the_readme(tmp_path):
+    name = "<img src=x onerror=alert(1)> # [link](http://x) *bold*"
+    outcome = run(["new", "p", "--no-input", "--name", name, "--set", "package_name=p_readme"], cwd=tmp_path)
+    assert outcome.code == 0, outcome.stderr
+    title = (tmp_path / "p/README.md").read_text().splitlines()[0]
+    assert title == r"# \<img src=x onerror=alert\(1\)\> \# \[link\]\(http://x\) \*bold\*"

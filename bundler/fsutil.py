@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,7 +171,7 @@ def remove_tree(folder: Path) -> None:
             os.chmod(os.path.dirname(path), 0o700)
             function(path)
 
-    shutil.rmtree(folder, onerror=writable_then_retry)
+    shutil.rmtree(folder, **({"onexc": writable_then_retry} if sys.version_info >= (3, 12) else {"onerror": writable_then_retry}))
 
 
 def _remove_made(folders: list[Path]) -> None:

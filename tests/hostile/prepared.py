@@ -61,3 +61,9 @@ def writable_again(root: Path) -> None:
             path = Path(folder, name)
             if not path.is_symlink():
                 path.chmod(0o644)
+
+
+def replace_text(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.hostile.harness import assert_refused, run
-from tests.hostile.prepared import pilot_argv, pilot_env, project_copy
+from tests.hostile.prepared import pilot_argv, pilot_env, project_copy, replace_text
 
 BIG = "99999999999999999999"  # beyond TOML's 64-bit integers
 
@@ -17,12 +17,6 @@ BIG = "99999999999999999999"  # beyond TOML's 64-bit integers
 @pytest.fixture
 def project(tmp_path_factory, tmp_path):
     return project_copy(tmp_path_factory, "fresh", tmp_path)
-
-
-def replace(path, old, new):
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
 
 
 @pytest.mark.parametrize(
@@ -44,7 +38,7 @@ def replace(path, old, new):
     ],
 )
 def test_plan_numbers(project, old, new, words):
-    replace(project / "plan.toml", old, new)
+    replace_text(project / "plan.toml", old, new)
     assert_refused(run(["plan", str(project)], cwd=project, watched=(project,)), 3, "plan.toml", words)
 
 
@@ -64,7 +58,7 @@ def test_plan_numbers(project, old, new, words):
     ],
 )
 def test_catalog_numbers(project, old, new, words):
-    replace(project / "catalog.toml", old, new)
+    replace_text(project / "catalog.toml", old, new)
     assert_refused(run(["plan", str(project)], cwd=project, watched=(project,)), 3, "catalog.toml", words)
 
 
@@ -110,6 +104,6 @@ def test_new_size_budget(tmp_path, budget):
     ],
 )
 def test_pilot_config_numbers(project, old, new, words):
-    replace(project / "config/pilot.json", old, new)
+    replace_text(project / "config/pilot.json", old, new)
     outcome = run(pilot_argv("--run-id", "never"), cwd=project, env=pilot_env(project), watched=(project,))
     assert_refused(outcome, 2, "pilot.json", words)

@@ -11,18 +11,12 @@ import json
 import pytest
 
 from tests.hostile.harness import assert_refused, run
-from tests.hostile.prepared import edit_json, pilot_argv, pilot_env, project_copy
+from tests.hostile.prepared import edit_json, pilot_argv, pilot_env, project_copy, replace_text
 
 
 @pytest.fixture
 def project(tmp_path_factory, tmp_path):
     return project_copy(tmp_path_factory, "fresh", tmp_path)
-
-
-def replace(path, old, new):
-    text = path.read_text()
-    assert old in text, old
-    path.write_text(text.replace(old, new, 1))
 
 
 @pytest.mark.parametrize(
@@ -46,7 +40,7 @@ def replace(path, old, new):
     ],
 )
 def test_plan_schema(project, old, new, words):
-    replace(project / "plan.toml", old, new)
+    replace_text(project / "plan.toml", old, new)
     assert_refused(run(["plan", str(project), "--json"], cwd=project, watched=(project,)), 3, "plan.toml", words, json_mode=True)
 
 
@@ -72,7 +66,7 @@ def test_an_expense_without_its_amount(project):
     ],
 )
 def test_catalog_schema(project, old, new, words):
-    replace(project / "catalog.toml", old, new)
+    replace_text(project / "catalog.toml", old, new)
     assert_refused(run(["plan", str(project)], cwd=project, watched=(project,)), 3, "catalog.toml", words)
 
 

@@ -208,7 +208,7 @@ class CompatTable:
                 hint=f"{kind} Targets run on Linux x86-64: pass --platform linux/x86_64, or choose --cuda/--cpu.",
                 value=platform,
             )
-        message = f"torch {release.torch} has no {kind} {accel} build ({wanted}) for {where}. " + (
+        message = f"torch {release.torch} has no {wanted} build ({kind} {accel}) for {where}. " + (
             f"Its {kind} builds there: {', '.join(build_name(backend, v) for v in own)}."
             if own
             else f"It has no {kind} build for {where} at all."

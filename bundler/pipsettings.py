@@ -108,3 +108,16 @@ def pip_environment(settings: PipSettings, cache: str, cert: str | None) -> dict
     if settings.timeout:
         env["PIP_DEFAULT_TIMEOUT"] = settings.timeout
     return env
+
+
+def open_url(url: str, settings: PipSettings, *, method: str = "GET", headers: dict | None = None, timeout: float | None = None):
+    """urllib's response for ``url`` through the host's CA bundle and proxy (as pip would reach it)."""
+    import ssl
+    import urllib.request
+
+    handlers: list = [urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=settings.cert or None))]
+    if settings.proxy:
+        handlers.append(urllib.request.ProxyHandler({"http": settings.proxy, "https": settings.proxy}))
+    opener = urllib.request.build_opener(*handlers)
+    wait = timeout if timeout is not None else float(os.environ.get("BUNDLER_PROBE_TIMEOUT", "15"))
+    return opener.open(urllib.request.Request(url, method=method, headers=headers or {}), timeout=wait)

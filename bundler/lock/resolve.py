@@ -20,10 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
+from bundler.lock.hashes import hash_body
 from bundler.lock.piplog import resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
-from bundler.pipsettings import PipSettings, cache_dir, host_pip_settings, index_map, pip_environment, resolution_url
+from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
+from bundler.pipsettings import PipSettings, cache_dir, host_pip_settings, index_map, open_url, pip_environment, resolution_url
+from bundler.target.versions import DOCKER_ARCH
+
+# pip 25.3 is the first whose resolver no longer downloads every chosen wheel once their
+# metadata is known (PEP 658 or fast-deps): 4 GB for a CUDA torch before it.
+PIP_FLOOR = "pip>=25.3"
 
 
 @dataclass
@@ -32,17 +39,28 @@ class Resolution:
     where: str  # "host" | "container <image>"
     seconds: float
     log: str
+    resolver: str = ""  # "pip-tools 7.6.2" | "uv 0.13.9"
 
 
-def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], cache: str) -> list[str]:
-    pypi_public = spec.build.pypi_index
-    pypi = resolution_url(pypi_public, pairs)
-    if pypi == pypi_public and settings.index_mirror:
-        pypi = settings.index_mirror
+def resolution_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(public URL, URL resolution reads) of each index of the lock, in pip's order."""
+    indexes = []
+    for public in [spec.index_url, *spec.extra_index_urls]:
+        url = resolution_url(public, pairs)
+        if url == public and public == spec.build.pypi_index and settings.index_mirror:
+            url = settings.index_mirror
+        indexes.append((public, url))
+    return indexes + [(url, url) for url in settings.extra_index_urls]
+
+
+def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[str]:
+    # No --generate-hashes: pip-tools would download files to hash them (bundler/lock/hashes.py).
+    # fast-deps reads a wheel's metadata by HTTP range requests where an index serves no
+    # PEP 658 metadata, instead of downloading the wheel (900 MB for torch).
+    pip_args = f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))} --use-feature=fast-deps"
     args = [
         "--no-config",
         "--no-header",
-        "--generate-hashes",
         "--allow-unsafe",
         "--strip-extras",
         "--no-emit-index-url",
@@ -50,15 +68,13 @@ def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
         "--no-emit-trusted-host",
         "--no-emit-options",
         "--index-url",
-        resolution_url(spec.index_url, pairs),
-        "--extra-index-url",
-        pypi,
+        urls[0],
         "--cache-dir",
         f"{cache}/pip-tools",
         "--pip-args",
-        f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))}",
+        pip_args,
     ]
-    for url in settings.extra_index_urls:
+    for url in urls[1:]:
         args += ["--extra-index-url", url]
     for host in settings.trusted_hosts:
         args += ["--trusted-host", host]
@@ -68,44 +84,51 @@ def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
 def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolution:
     settings = host_pip_settings()
     pairs = index_map()
+    indexes = resolution_indexes(spec, settings, pairs)
+    urls = [url for _, url in indexes]
     probe_indexes(spec, settings, pairs)
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
-        if previous_body and not upgrade:  # pip-compile keeps existing pins that still fit
+        kept_pins = bool(previous_body) and not upgrade
+        if kept_pins:  # both resolvers keep an output file's pins that still fit
             (work_dir / "lock.txt").write_text(previous_body, encoding="utf-8")
         started = time.monotonic()
-        if spec.host_mismatch:
-            code, log, where = _resolve_in_container(spec, settings, pairs, work_dir)
+        if spec.resolver == "uv":
+            cache = str(cache_dir())
+            argv = uv_argv(spec.target, urls, "lock.txt")
+            completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache), capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}"
+        elif spec.host_mismatch:
+            code, log, where = _resolve_in_container(spec, settings, pairs, urls, work_dir)
+            tool = f"pip-tools {_piptools_version()}"
         else:
             cache = str(cache_dir())
-            argv = [
-                sys.executable,
-                "-m",
-                "piptools",
-                "compile",
-                *_compile_args(spec, settings, pairs, cache),
-                "-o",
-                "lock.txt",
-                REQUIREMENTS_IN,
-            ]
-            completed = subprocess.run(
-                argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True
-            )
-            code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
-        seconds = time.monotonic() - started
+            argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(urls, settings, cache), "-o", "lock.txt", REQUIREMENTS_IN]
+            env = pip_environment(settings, cache, settings.cert)
+            completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}"
         if code != 0:
-            raise resolution_error(spec, log, where)
-        body = (work_dir / "lock.txt").read_text(encoding="utf-8")
-    return Resolution(body, where, seconds, log)
+            raise resolution_error(spec, log, where, indexes, kept_pins)
+        body = hash_body((work_dir / "lock.txt").read_text(encoding="utf-8"), urls, settings)
+    return Resolution(body, where, time.monotonic() - started, log, tool)
 
 
-def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], work_dir: Path) -> tuple[int, str, str]:
+def _piptools_version() -> str:
+    from importlib.metadata import version
+
+    return version("pip-tools")
+
+
+def _resolve_in_container(
+    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], work_dir: Path
+) -> tuple[int, str, str]:
     image = spec.target.base_image or spec.base_images["runtime"]
     client = _engine(spec, image)
     from bundler.engine import base_image
 
     image_id = base_image(client, image).image_id
+    _check_architecture(client, image, spec.target.platform)
     cache = cache_dir()
     tools = _tools_wheelhouse(spec.target.python, cache)
     volumes = {
@@ -131,15 +154,15 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
         if k.startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"))
     }
     env.update({"HOME": "/tmp", "PYTHONUTF8": "1"})
-    args = _compile_args(spec, settings, pairs, "/cache")
-    venv = f"/cache/venv-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
+    args = _compile_args(urls, settings, "/cache")
+    venv = f"/cache/venv-pip25-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
     script = "\n".join(
         [
             "set -e",
             f"PY=$(command -v python{spec.target.python} || true)",
             f'if [ -z "$PY" ]; then echo "bundler: the image has no python{spec.target.python} on PATH" >&2; exit 42; fi',
             f'if [ ! -f {venv}/.ready ]; then rm -rf {venv}; "$PY" -m venv {venv}; {venv}/bin/python -m pip install -q --no-index '
-            f"--find-links /tools pip-tools; touch {venv}/.ready; fi",
+            f"--find-links /tools pip-tools '{PIP_FLOOR}'; touch {venv}/.ready; fi",
             "cd /work",
             f"{venv}/bin/python -m piptools compile {shlex.join(args)} -o lock.txt {REQUIREMENTS_IN}",
         ]
@@ -153,12 +176,21 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
         user=f"{os.getuid()}:{os.getgid()}",
         detach=True,
         network_mode="bridge",
+        platform=f"linux/{DOCKER_ARCH[spec.target.platform]}",
     )
     try:
         code = container.wait().get("StatusCode", 1)
         log = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
     finally:
         container.remove(force=True)
+    if code in (126, 127) or "exec format error" in log:
+        raise LockError(
+            f"this engine cannot run the {DOCKER_ARCH[spec.target.platform]} image {image} that resolution for "
+            f"{spec.target.platform} needs: {log.strip()[-200:] or f'exit {code}'}",
+            hint="Let the engine emulate it (Debian: apt-get install qemu-user-static binfmt-support), or resolve on this host with "
+            "`bundler lock --resolver uv`.",
+            value=image,
+        )
     if code == 42:
         raise LockError(
             f"resolution must run in the target image {image}, but it has no python{spec.target.python}: {log.strip()[-200:]}",
@@ -167,6 +199,18 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
             value=image,
         )
     return code, log, f"container {image}"
+
+
+def _check_architecture(client, image: str, platform: str) -> None:
+    """pip-compile resolves for the machine it runs on: the image must be the Target's architecture."""
+    found = client.images.get(image).attrs.get("Architecture", "")
+    if found and found != DOCKER_ARCH[platform]:
+        raise LockError(
+            f"the base image {image} is {found}, but the Target is {platform}: pip-compile in it would resolve for {found}.",
+            hint=f"Set [target] base_image to a {DOCKER_ARCH[platform]} image with the Target's Python, or resolve on this host "
+            "with `bundler lock --resolver uv`.",
+            value=image,
+        )
 
 
 def _local_link_targets(pairs: list[tuple[str, str]]) -> set[Path]:
@@ -198,9 +242,7 @@ def _engine(spec: LockSpec, image: str):
 
 def _tools_wheelhouse(python: str, cache: Path) -> Path:
     """Pure-Python wheels of pip-tools and its dependencies for the container, fetched once."""
-    from importlib.metadata import version
-
-    tools = cache / "tools" / f"pip-tools-{version('pip-tools')}-py{python}"
+    tools = cache / "tools" / f"pip-tools-{_piptools_version()}-pip25-py{python}"
     if (tools / ".ready").is_file():
         return tools
     tools.mkdir(parents=True, exist_ok=True)
@@ -221,7 +263,8 @@ def _tools_wheelhouse(python: str, cache: Path) -> Path:
         "none",
         "--platform",
         "any",
-        f"pip-tools=={version('pip-tools')}",
+        f"pip-tools=={_piptools_version()}",
+        PIP_FLOOR,
     ]
     completed = subprocess.run(argv, capture_output=True, text=True)
     if completed.returncode != 0:
@@ -237,14 +280,9 @@ def _tools_wheelhouse(python: str, cache: Path) -> Path:
 
 def probe_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]]) -> None:
     """Fail early, and clearly, when an index cannot be reached (pip only says 'no version')."""
-    import ssl
     import urllib.error
-    import urllib.request
 
-    pypi = resolution_url(spec.build.pypi_index, pairs)
-    if pypi == spec.build.pypi_index and settings.index_mirror:
-        pypi = settings.index_mirror
-    for public, url in ((spec.index_url, resolution_url(spec.index_url, pairs)), (spec.build.pypi_index, pypi)):
+    for public, url in resolution_indexes(spec, settings, pairs):
         shown = url if url == public else f"{url} (standing for {public})"
         if url.startswith("file://"):
             if not Path(url[len("file://") :]).is_dir():
@@ -254,10 +292,8 @@ def probe_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
                     value=url,
                 )
             continue
-        context = ssl.create_default_context(cafile=settings.cert or None) if url.startswith("https") else None
-        request = urllib.request.Request(url.rstrip("/") + "/", method="HEAD")
         try:
-            urllib.request.urlopen(request, timeout=float(os.environ.get("BUNDLER_PROBE_TIMEOUT", "15")), context=context).close()
+            open_url(url.rstrip("/") + "/", settings, method="HEAD").close()
         except urllib.error.HTTPError:
             continue  # the server answered: reachable (some indexes refuse HEAD or the root page)
         except (urllib.error.URLError, OSError, ValueError) as error:

@@ -76,7 +76,9 @@ def main() -> None:
     parser.add_argument("--wheel", type=Path, default=WHEEL)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--resolvers-only", action="store_true", help="only the pip-tools / uv comparison")
-    parser.add_argument("--aarch64-image", help="an arm64 image with Python 3.11 for pip-tools' aarch64 lock (emulated)")
+    parser.add_argument(
+        "--aarch64-image", help="an arm64 image with Python 3.11 for pip-tools' aarch64 lock (emulated; bench/arm64_base.py makes one)"
+    )
     args = parser.parse_args()
     if args.resolvers_only:
         resolver_figures(args)

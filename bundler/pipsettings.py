@@ -110,6 +110,27 @@ def pip_environment(settings: PipSettings, cache: str, cert: str | None) -> dict
     return env
 
 
+def open_url(url: str, settings: PipSettings, *, method: str = "GET", headers: dict | None = None, timeout: float | None = None):
+    """urllib's response for ``url`` through the host's CA bundle and proxy (as pip would reach it)."""
+    import ssl
+    import urllib.request
+
+    handlers: list = [urllib.request.HTTPSHandler(context=ssl.create_default_context(cafile=settings.cert or None))]
+    if settings.proxy:
+        handlers.append(urllib.request.ProxyHandler({"http": settings.proxy, "https": settings.proxy}))
+    opener = urllib.request.build_opener(*handlers)
+    wait = timeout if timeout is not None else float(os.environ.get("BUNDLER_PROBE_TIMEOUT", "15"))
+    return opener.open(urllib.request.Request(url, method=method, headers=headers or {}), timeout=wait)
+
+
+def reachable_url(public: str, pairs: list[tuple[str, str]], settings: PipSettings, pypi_index: str = "https://pypi.org/simple") -> str:
+    """Where this host reads the index ``public``: BUNDLER_INDEX_MAP, else pip's PyPI mirror for PyPI."""
+    url = resolution_url(public, pairs)
+    if url == public and public.rstrip("/") == pypi_index.rstrip("/") and settings.index_mirror:
+        return settings.index_mirror
+    return url
+
+
 CONTAINER_CERT = "/etc/bundler/ca.pem"
 _FORWARDED = ("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 

@@ -62,8 +62,8 @@ def test_host_options_in_requirements_in_are_refused(tmp_path):
 @pytest.mark.parametrize(
     "flags, exit_code, words",
     [
-        (["--cuda", "11.8"], 4, ["cu126, cu128, cu130, rocm6.3, rocm6.4, cpu", "2.7.1"]),
-        (["--torch", "2.5.1", "--rocm", "6.4"], 4, ["cu118, cu121, cu124, rocm6.1, rocm6.2, cpu", "2.8.0, 2.9.0, 2.9.1"]),
+        (["--cuda", "11.8"], 4, ["CUDA builds there: cu126, cu128, cu130.", "2.7.1"]),
+        (["--torch", "2.5.1", "--rocm", "6.4"], 4, ["ROCm builds there: rocm6.1, rocm6.2.", "2.8.0, 2.9.0, 2.9.1"]),
         (["--torch", "2.9.7"], 4, ["2.9.0, 2.9.1"]),
         (["--torch", "2.1.0", "--python", "3.13"], 4, ["3.8, 3.9, 3.10, 3.11"]),
         (["--cuda", "12.8", "--cpu"], 2, ["one backend"]),
@@ -178,8 +178,8 @@ def test_conflicting_pins_are_summarised_in_two_lines_and_the_old_lock_stays(tmp
     result = run_cli("lock", str(project), env={"BUNDLER_INDEX_MAP": indexed.index_map(), "BUNDLER_PIP_RETRIES": "0"})
     assert result.returncode == 6, result.stderr
     message = result.stderr[result.stderr.index("Error:") :]
-    summary = message.split("Hint:")[0].strip().splitlines()[1:]
-    assert len(summary) == 2 and "numpy==1.26.4" in summary[0] and "Traceback" not in message
+    assert len(message.strip().splitlines()) == 1, message  # one paragraph
+    assert "numpy==1.26.4" in message.split("Hint:")[0] and "Traceback" not in message
     assert lock.read_bytes() == before
 
 

@@ -26,6 +26,26 @@ def register(app: typer.Typer) -> None:
             Optional[str], typer.Option("--torch", metavar="VER", help="torch release, e.g. 2.9.1 (2.9 = its latest patch).")
         ] = None,
         python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="Python minor version of the Target.")] = None,
+        torch_index: Annotated[
+            Optional[str],
+            typer.Option(
+                "--torch-index",
+                metavar="pytorch|pypi",
+                help="Where torch comes from: PyTorch's index of the build (default), or PyPI when PyPI's build is the Target's.",
+            ),
+        ] = None,
+        platform: Annotated[
+            Optional[str],
+            typer.Option(
+                "--platform", metavar="linux/x86_64|linux/aarch64", help="The Target's platform (GH200/GB200 rentals are aarch64)."
+            ),
+        ] = None,
+        resolver: Annotated[
+            str,
+            typer.Option(
+                "--resolver", metavar="pip-tools|uv", help="The resolver: pip-tools (default) or uv (resolves for aarch64 from x86-64)."
+            ),
+        ] = "pip-tools",
         upgrade: Annotated[
             bool, typer.Option("--upgrade", help="Resolve again from scratch, ignoring the pins of the current lock.")
         ] = False,
@@ -39,7 +59,20 @@ def register(app: typer.Typer) -> None:
 
         out = Output(json_output)
         bundle = load_bundle(project)
-        result = run_lock(bundle, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, upgrade=upgrade, dry_run=dry_run, say=out.say)
+        result = run_lock(
+            bundle,
+            cuda=cuda,
+            rocm=rocm,
+            cpu=cpu,
+            torch=torch,
+            python=python,
+            torch_index=torch_index,
+            platform=platform,
+            resolver=resolver,
+            upgrade=upgrade,
+            dry_run=dry_run,
+            say=out.say,
+        )
         _report(out, result)
         out.result(result.as_dict())
 
@@ -49,8 +82,9 @@ def _report(out: Output, result) -> None:
     data = spec.as_dict()
     if result.action == "planned":
         out.say(f"Plan for {spec.target.describe()} (nothing resolved or written):")
-    out.say(f"  build       {spec.build.tag}")
-    out.say(f"  index       {spec.index_url}  (+ {', '.join(spec.extra_index_urls)})")
+    out.say(f"  build       {spec.build.tag}" + ("  (PyPI's own wheel)" if spec.build.source == "pypi" else ""))
+    extra = f"  (+ {', '.join(spec.extra_index_urls)})" if spec.extra_index_urls else ""
+    out.say(f"  index       {spec.index_url}{extra}")
     out.say(f"  pins        {'  '.join(data['pins'])}")
     out.say(f"  base image  {spec.base_image}  (devel: {spec.base_images['devel']})")
     if data["driver"]:
@@ -60,7 +94,7 @@ def _report(out: Output, result) -> None:
         )
     if data["arch"]:
         out.say(f"  arch        {' '.join(data['arch'])}")
-    out.say(f"  resolve in  {data['resolve_in']}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
+    out.say(f"  resolve in  {data['resolve_in']} with {spec.resolver}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
     for note in spec.notes:
         out.say(f"  note        {note}")
     if result.action == "written":

@@ -31,11 +31,10 @@ from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text, sha256_file
 from bundler.image import builder
 from bundler.image.wheelhouse import cache_root, find_cached
-from bundler.lock.indexpages import PYPI_SIMPLE, download, project_files
 from bundler.lock.lockfile import Lock, Pin, logical_lines, parse_pins
 from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems, write_sidecar
-from bundler.lock.sources import target_tags
-from bundler.pipsettings import cache_dir
+from bundler.lock.sources import PYPI_SIMPLE, index_files, target_tags
+from bundler.pipsettings import cache_dir, host_pip_settings, open_url
 
 
 def target_key(target, base_reference: str) -> str:
@@ -170,15 +169,15 @@ def _sdist(item: dict, lock: Lock) -> Path:
     indexes = [PYPI_SIMPLE] + [url for url in lock.indexes if url.rstrip("/") != PYPI_SIMPLE]
     for index in indexes:
         try:
-            files = project_files(index, item["name"])
-        except (OSError, ValueError):
+            files = index_files(index, item["name"])
+        except (ExternalError, OSError, ValueError):
             continue
         match = next((f for f in files if f.sha256 == item["sdist_sha256"] or f.filename == item["sdist"]), None)
         if match is None:
             continue
         with tempfile.TemporaryDirectory(prefix="bundler-sdist-") as work:
             try:
-                path = download(match, Path(work))
+                path = _download(match.url, Path(work) / item["sdist"])
             except (OSError, ValueError) as error:
                 raise ExternalError(
                     f"the source archive {item['sdist']} could not be downloaded from {match.url}: {error}.",
@@ -198,6 +197,17 @@ def _sdist(item: dict, lock: Lock) -> Path:
         hint="Check the network, the proxy and BUNDLER_INDEX_MAP, then build again.",
         value=item["sdist"],
     )
+
+
+def _download(url: str, dest: Path) -> Path:
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlsplit
+
+        shutil.copyfile(unquote(urlsplit(url).path), dest)
+        return dest
+    with open_url(url, host_pip_settings(), timeout=120) as response, open(dest, "wb") as out:
+        shutil.copyfileobj(response, out, 1 << 20)
+    return dest
 
 
 def with_wheel_hashes(lock: Lock, replacements: dict[str, tuple[str, str]]) -> Lock:

@@ -20,7 +20,6 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 
 from bundler.errors import BundlerError, LockError, ProjectFileError
 from bundler.lock.includes import SourceLine
-from bundler.lock.indexpages import latest_release
 
 _VCS = re.compile(r"^(git|hg|svn|bzr)\+", re.IGNORECASE)
 _AT = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*@\s*(\S+)")
@@ -126,6 +125,41 @@ def _kind_and_name(text: str) -> tuple[str, str]:
     if url.endswith(".whl"):
         return "a local wheel outside the project or missing", ""
     return "a local folder or archive", canonicalize_name(name) if name else ""
+
+
+def latest_release(name: str) -> str | None:
+    """The newest final release PyPI (or its mirror) lists for ``name``; None when unknown or unreachable."""
+    from packaging.utils import InvalidSdistFilename, parse_sdist_filename
+
+    from bundler.errors import ExternalError
+    from bundler.lock.sources import PYPI_SIMPLE, index_files
+
+    try:
+        files = index_files(PYPI_SIMPLE, name)
+    except (ExternalError, OSError, ValueError):
+        return None
+    versions = set()
+    for item in files:
+        try:
+            parsed = parse_wheel_filename(item.filename) if item.filename.endswith(".whl") else parse_sdist_filename(item.filename)
+        except (InvalidWheelFilename, InvalidSdistFilename):
+            continue
+        if not parsed[1].is_prerelease:
+            versions.add(parsed[1])
+    return str(max(versions)) if versions else None
+
+
+def project_index(wheels: list[ProjectWheel], folder: Path) -> list[str]:
+    """The project's wheels as a PEP 503 index in ``folder``: [its file:// URL], or [] without wheels.
+    Resolution and the hashes read it like any index; the lock never records it."""
+    import html
+
+    for name in sorted({wheel.name for wheel in wheels}):
+        page = folder / name
+        page.mkdir(parents=True, exist_ok=True)
+        links = "".join(f'<a href="{html.escape(w.path.as_uri())}">{html.escape(w.path.name)}</a>\n' for w in wheels if w.name == name)
+        (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n", encoding="utf-8")
+    return [folder.as_uri()] if wheels else []
 
 
 def _archive_name(url: str) -> str:

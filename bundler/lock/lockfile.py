@@ -27,14 +27,17 @@ HEADER_KEYS = (
     "target",
     "target-json",
     "build",
+    "torch-index",
     "index-url",
     "extra-index-url",
     "base-image",
     "bundler-version",
+    "resolver",
     "input-sha256",
     "body-sha256",
 )
-TARGET_FIELDS = ("backend", "accelerator", "torch", "python", "platform")
+TARGET_FIELDS = ("backend", "accelerator", "torch", "python", "platform", "torch_index")
+DEFAULT_TORCH_INDEX = "pytorch"
 _HEADER_LINE = re.compile(r"^# ([a-z0-9-]+): (.*)$")
 _REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*([^\s;\\]+)")
 _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})\b")
@@ -43,8 +46,12 @@ _HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})\b")
 # ----- hashes ----------------------------------------------------------------------
 def target_fields(target) -> dict:
     """The Target fields a lock depends on (the base image is not one: resolution runs
-    for the Python/platform, and `bundler build` filling base_digest must not stale it)."""
-    return {key: getattr(target, key) for key in TARGET_FIELDS}
+    for the Python/platform, and `bundler build` filling base_digest must not stale it).
+    The default torch_index is left out, so that locks written before it existed stay fresh."""
+    fields = {key: getattr(target, key) for key in TARGET_FIELDS}
+    if fields["torch_index"] == DEFAULT_TORCH_INDEX:
+        del fields["torch_index"]
+    return fields
 
 
 def input_hash(requirements_in: str, target) -> str:
@@ -67,11 +74,18 @@ class LockHeader:
     bundler_version: str
     input_sha256: str
     body_sha256: str = ""
+    resolver: str = ""  # what resolved it, e.g. "pip-tools 7.6.2 on this host" (informational)
+
+    @property
+    def torch_index(self) -> str:
+        """Where torch was locked from: pytorch (PyTorch's index of the build) or pypi."""
+        return self.target.get("torch_index", DEFAULT_TORCH_INDEX)
 
     def describe_target(self) -> str:
         t = self.target
         build = f"{t.get('backend', '')} {t.get('accelerator', '')}".strip()
-        return f"torch {t.get('torch')} for {build} on Python {t.get('python')} ({t.get('platform')})"
+        source = " from PyPI" if self.torch_index == "pypi" else ""
+        return f"torch {t.get('torch')}{source} for {build} on Python {t.get('python')} ({t.get('platform')})"
 
 
 def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
@@ -84,10 +98,12 @@ def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
         f"# target: {header.describe_target()}",
         f"# target-json: {json.dumps(header.target, sort_keys=True)}",
         f"# build: {header.build}",
+        f"# torch-index: {header.torch_index}",
         f"# index-url: {header.index_url}",
         f"# extra-index-url: {' '.join(header.extra_index_urls)}",
         f"# base-image: {header.base_image}",
         f"# bundler-version: {header.bundler_version}",
+        f"# resolver: {header.resolver}",
         f"# input-sha256: {header.input_sha256}",
         f"# body-sha256: {body_hash(body)}",
     ]
@@ -123,6 +139,7 @@ def parse_header(fields: dict[str, str]) -> LockHeader | None:
         bundler_version=fields.get("bundler-version", ""),
         input_sha256=fields["input-sha256"],
         body_sha256=fields["body-sha256"],
+        resolver=fields.get("resolver", ""),
     )
 
 
@@ -249,9 +266,10 @@ def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_i
     if requirements_in is None:
         return LockState("stale", "requirements.in is missing, so the lock cannot be checked against it.", lock_path, header)
     if header.input_sha256 != input_hash(requirements_in, target):
-        changed = [key for key in TARGET_FIELDS if str(header.target.get(key, "")) != str(getattr(target, key))]
+        recorded = {"torch_index": DEFAULT_TORCH_INDEX} | header.target
+        changed = [key for key in TARGET_FIELDS if str(recorded.get(key, "")) != str(getattr(target, key))]
         if changed:
-            what = ", ".join(f"{key} {header.target.get(key)!r} -> {getattr(target, key)!r}" for key in changed)
+            what = ", ".join(f"{key} {recorded.get(key)!r} -> {getattr(target, key)!r}" for key in changed)
             detail = f"bundle.toml [target] changed since the lock was written ({what})."
         else:
             detail = "requirements.in changed since the lock was written."

@@ -8,6 +8,7 @@ from pathlib import Path
 from bundler.errors import ExternalError, LockError
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
+from bundler.lock.uvresolve import uv_summary
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
 
@@ -34,7 +35,9 @@ def _parent(link: str) -> str:
     return f"{name.replace('_', '-')} {rest.split('-')[0].removesuffix('.tar.gz').removesuffix('.zip')}".strip()
 
 
-def resolution_error(spec: LockSpec, log: str, where: str) -> Exception:
+def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[str, str]], kept_pins: bool) -> Exception:
+    """One paragraph for a failed resolution: an unreachable index, an index without the Target's
+    torch, or the requirements that conflict (with --upgrade named when the old lock's pins took part)."""
     lines = [line.strip() for line in log.splitlines() if not _NOISE.search(line)]
     unreachable = [
         line
@@ -51,12 +54,55 @@ def resolution_error(spec: LockSpec, log: str, where: str) -> Exception:
             hint="Check the network, the proxy (PIP_PROXY / HTTPS_PROXY) and the CA bundle (PIP_CERT); "
             "BUNDLER_INDEX_MAP can point an index at a reachable mirror. The previous lock was not touched.",
         )
-    errors = [line for line in lines if line.startswith("ERROR:")]
-    causes = _conflict_causes(log)
-    summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
-    summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
+    lacking = _index_without_torch(spec, log, indexes)
+    if lacking is not None:
+        return lacking
+    if spec.resolver == "uv":
+        summary = uv_summary(log)
+    else:
+        errors = [line for line in lines if line.startswith("ERROR:")]
+        causes = _conflict_causes(log)
+        summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
+        summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
+    requirements = spec.bundle.root / REQUIREMENTS_IN
+    hint = f"Loosen or fix the pins in {requirements} named above. The previous lock was not touched."
+    if kept_pins:
+        hint = (
+            f"The current lock's pins were kept as preferences: run `bundler lock --upgrade` to resolve {requirements} from scratch, "
+            "or loosen the pins named above. The previous lock was not touched."
+        )
     return LockError(
-        "the requirements cannot be resolved together for " + spec.target.describe() + ":\n  " + "\n  ".join(s[:300] for s in summary),
-        hint=f"Loosen or fix the pins in {spec.bundle.root / REQUIREMENTS_IN} named above. The previous lock was not touched.",
-        path=spec.bundle.root / REQUIREMENTS_IN,
+        f"the requirements cannot be resolved together for {spec.target.describe()}: "
+        + "; ".join(s.removeprefix("ERROR: ")[:300] for s in summary),
+        hint=hint,
+        path=requirements,
+    )
+
+
+def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:
+    """When pip found no torch build, the index (a BUNDLER_INDEX_MAP mirror, say) that should serve it, named."""
+    torch = f"torch=={spec.pins['torch']}"
+    said = r"(No matching distribution found for|Could not find a version that satisfies the requirement|there is no version of)"
+    if not re.search(rf"{said} {re.escape(torch)}(?![\w.+])", log) and "torch was not found in the package registry" not in log:
+        return None
+    from packaging.version import Version
+
+    from bundler.lock.hashes import project_files, version_matches
+    from bundler.pipsettings import host_pip_settings
+
+    public, url = indexes[0]
+    try:
+        files = project_files(url, "torch", host_pip_settings())
+    except ExternalError as error:
+        return error
+    shown = url if url == public else f"{url} (standing for {public})"
+    builds = sorted({f.filename.split("-")[1] for f in files if f.filename.endswith(".whl")}, key=Version)
+    if any(version_matches(f.filename, "torch", spec.pins["torch"]) for f in files):
+        return None  # the build is there: the failure is elsewhere (the Python, the platform, a conflict)
+    having = f"it lists torch {', '.join(builds[-6:])}" if builds else "it lists no torch at all"
+    return ExternalError(
+        f"the index {shown} has no {torch}, the Target's build: {having}.",
+        hint="Fill the mirror with the Target's build, or point BUNDLER_INDEX_MAP at an index that has it "
+        "(the requirements are not at fault). The previous lock was not touched.",
+        value=url,
     )

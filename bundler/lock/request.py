@@ -9,6 +9,15 @@ from bundler.errors import TargetError, UsageError
 from bundler.target.bundle import Bundle, Target, validate_target
 from bundler.target.table import CompatTable
 
+EXAMPLES = {
+    "--cuda": "12.8",
+    "--rocm": "6.4",
+    "--torch": "2.9.1",
+    "--python": "3.11",
+    "--torch-index": "pypi",
+    "--platform": "linux/aarch64",
+}
+
 
 def requested_target(
     bundle: Bundle,
@@ -19,28 +28,43 @@ def requested_target(
     cpu: bool = False,
     torch: str | None = None,
     python: str | None = None,
+    torch_index: str | None = None,
+    platform: str | None = None,
 ) -> Target:
     """bundle.toml's Target with the flags applied; the base image follows a backend change."""
-    chosen = [name for name, value in (("--cuda", cuda), ("--rocm", rocm), ("--cpu", cpu)) if value]
+    values = {"--cuda": cuda, "--rocm": rocm, "--torch": torch, "--python": python, "--torch-index": torch_index, "--platform": platform}
+    for flag, value in values.items():
+        if value is not None and not value.strip():
+            raise UsageError(
+                f"{flag} was given an empty value.",
+                hint=f"Give it a value (e.g. {flag} {EXAMPLES[flag]}), or leave the flag out to keep bundle.toml's [target].",
+                value=value,
+            )
+    chosen = [name for name, value in (("--cuda", cuda), ("--rocm", rocm), ("--cpu", cpu or None)) if value is not None]
     if len(chosen) > 1:
         raise UsageError(
             f"{' and '.join(chosen)} were both given; a Target has one backend.", hint="Pass one of --cuda VER, --rocm VER or --cpu."
         )
     old = bundle.target
     new = old
-    if cuda:
-        new = replace(new, backend="cuda", accelerator=_strip_prefix(cuda, "cu", "cuda"))
-    elif rocm:
-        new = replace(new, backend="rocm", accelerator=_strip_prefix(rocm, "rocm"))
+    if cuda is not None:
+        new = replace(new, backend="cuda", accelerator=_strip_prefix(cuda.strip(), "cu", "cuda"))
+    elif rocm is not None:
+        new = replace(new, backend="rocm", accelerator=_strip_prefix(rocm.strip(), "rocm"))
     elif cpu:
         new = replace(new, backend="cpu", accelerator="")
-    if torch:
+    if torch is not None:
+        torch = torch.strip()
         if re.fullmatch(r"\d+\.\d+", torch):
             latest = table.latest_patch(torch)
             torch = latest or torch + ".0"
         new = replace(new, torch=torch)
-    if python:
-        new = replace(new, python=python)
+    if python is not None:
+        new = replace(new, python=python.strip())
+    if torch_index is not None:
+        new = replace(new, torch_index=torch_index.strip())
+    if platform is not None:
+        new = replace(new, platform=platform.strip().replace("/", "_"))  # linux/aarch64 -> linux_aarch64
     validate_target(new)
     if new != old:
         new = _follow_base_image(table, old, new)

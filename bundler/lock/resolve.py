@@ -20,10 +20,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
+from bundler.lock.directrefs import project_index
+from bundler.lock.hashes import hash_body
 from bundler.lock.piplog import resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
-from bundler.pipsettings import PipSettings, cache_dir, container_pip, host_pip_settings, index_map, pip_environment, resolution_url
+from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
+from bundler.pipsettings import (
+    PipSettings,
+    cache_dir,
+    container_pip,
+    host_pip_settings,
+    index_map,
+    open_url,
+    pip_environment,
+    reachable_url,
+)
+from bundler.target.versions import DOCKER_ARCH
+
+# pip 25.3 is the first whose resolver no longer downloads every chosen wheel once their
+# metadata is known (PEP 658 or fast-deps): 4 GB for a CUDA torch before it.
+PIP_FLOOR = "pip>=25.3"
 
 
 @dataclass
@@ -32,18 +49,26 @@ class Resolution:
     where: str  # "host" | "container <image>"
     seconds: float
     log: str
+    resolver: str = ""  # "pip-tools 7.6.2" | "uv 0.13.9"
     notes: list[str] = field(default_factory=list)
 
 
-def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], cache: str) -> list[str]:
-    pypi_public = spec.build.pypi_index
-    pypi = resolution_url(pypi_public, pairs)
-    if pypi == pypi_public and settings.index_mirror:
-        pypi = settings.index_mirror
+def resolution_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(public URL, URL resolution reads) of each index of the lock, in pip's order."""
+    indexes = [
+        (public, reachable_url(public, pairs, settings, spec.build.pypi_index)) for public in [spec.index_url, *spec.extra_index_urls]
+    ]
+    return indexes + [(url, url) for url in settings.extra_index_urls]
+
+
+def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[str]:
+    # No --generate-hashes: pip-tools would download files to hash them (bundler/lock/hashes.py).
+    # fast-deps reads a wheel's metadata by HTTP range requests where an index serves no
+    # PEP 658 metadata, instead of downloading the wheel (900 MB for torch).
+    pip_args = f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))} --use-feature=fast-deps"
     args = [
         "--no-config",
         "--no-header",
-        "--generate-hashes",
         "--allow-unsafe",
         "--strip-extras",
         "--no-emit-index-url",
@@ -51,19 +76,13 @@ def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
         "--no-emit-trusted-host",
         "--no-emit-options",
         "--index-url",
-        resolution_url(spec.index_url, pairs),
-        "--extra-index-url",
-        pypi,
+        urls[0],
         "--cache-dir",
         f"{cache}/pip-tools",
         "--pip-args",
-        f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))}",
+        pip_args,
     ]
-    for url in spec.requirements.extra_indexes:  # the project's own, recorded in the lock
-        args += ["--extra-index-url", resolution_url(url, pairs)]
-    for folder in spec.requirements.find_links:  # wheels inside the project, locked by hash
-        args += ["--find-links", folder]
-    for url in settings.extra_index_urls:
+    for url in urls[1:]:
         args += ["--extra-index-url", url]
     for host in settings.trusted_hosts:
         args += ["--trusted-host", host]
@@ -71,57 +90,81 @@ def _compile_args(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
 
 
 def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolution:
-    """pip-compile for the Target. When the previous lock's pins (kept as preferences) no
-    longer fit a tightened requirement, resolution runs again without them and says so."""
+    """Resolution for the Target, then the hashes from the indexes. When the previous lock's
+    pins (kept as preferences) conflict with a tightened requirement, it runs again without them."""
     settings = host_pip_settings()
     pairs = index_map()
+    indexes = resolution_indexes(spec, settings, pairs)
     probe_indexes(spec, settings, pairs)
     started = time.monotonic()
-    kept = previous_body if previous_body and not upgrade else None
-    code, log, where, body = _resolve_once(spec, settings, pairs, kept)
-    notes = []
-    if code != 0 and kept and "ResolutionImpossible" in log:
-        notes.append("the previous lock's pins conflicted with requirements.in, so everything was resolved again (as --upgrade does)")
-        code, log, where, body = _resolve_once(spec, settings, pairs, None)
-    if code != 0:
-        raise resolution_error(spec, log, where)
-    return Resolution(body, where, time.monotonic() - started, log, notes)
+    kept_pins = bool(previous_body) and not upgrade
+    with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
+        # the project's own wheels, as an index of their own: resolved and hashed, never recorded
+        urls = [url for _, url in indexes] + project_index(spec.requirements.project_wheels, Path(local))
+        code, log, where, tool, body = _resolve_once(spec, settings, pairs, urls, previous_body if kept_pins else None)
+        notes, retried = [], False
+        if code != 0 and kept_pins and _conflict(log):
+            notes.append("the previous lock's pins conflicted with requirements.in, so everything was resolved again (as --upgrade does)")
+            kept_pins, retried = False, True
+            code, log, where, tool, body = _resolve_once(spec, settings, pairs, urls, None)
+        if code != 0:
+            error = resolution_error(spec, log, where, indexes, kept_pins)
+            if retried and isinstance(error, LockError):
+                error.hint = (
+                    "Loosen or fix the pins named above: resolving again without the current lock's pins, as `bundler lock --upgrade` "
+                    "does, conflicts all the same. The previous lock was not touched."
+                )
+            raise error
+        body = hash_body(body, urls, settings)
+    return Resolution(body, where, time.monotonic() - started, log, tool, notes)
 
 
-def _resolve_once(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], kept: str | None) -> tuple[int, str, str, str]:
+def _conflict(log: str) -> bool:
+    return "ResolutionImpossible" in log or "No solution found when resolving" in log
+
+
+def _resolve_once(
+    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], kept: str | None
+) -> tuple[int, str, str, str, str]:
+    """(exit code, log, where, resolver, pip-compile's body) of one resolution."""
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
-        if kept:  # pip-compile keeps existing pins that still fit
+        if kept:  # both resolvers keep an output file's pins that still fit
             (work_dir / "lock.txt").write_text(kept, encoding="utf-8")
-        if spec.host_mismatch:
-            code, log, where = _resolve_in_container(spec, settings, pairs, work_dir)
+        if spec.resolver == "uv":
+            cache = str(cache_dir())
+            argv = uv_argv(spec.target, urls, "lock.txt")
+            completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache), capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}"
+        elif spec.host_mismatch:
+            code, log, where = _resolve_in_container(spec, settings, pairs, urls, work_dir)
+            tool = f"pip-tools {_piptools_version()}"
         else:
             cache = str(cache_dir())
-            argv = [
-                sys.executable,
-                "-m",
-                "piptools",
-                "compile",
-                *_compile_args(spec, settings, pairs, cache),
-                "-o",
-                "lock.txt",
-                REQUIREMENTS_IN,
-            ]
-            completed = subprocess.run(
-                argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True
-            )
-            code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
+            argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(urls, settings, cache), "-o", "lock.txt", REQUIREMENTS_IN]
+            env = pip_environment(settings, cache, settings.cert)
+            completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}"
         body = (work_dir / "lock.txt").read_text(encoding="utf-8") if code == 0 else ""
-    return code, log, where, body
+    return code, log, where, tool, body
 
 
-def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], work_dir: Path) -> tuple[int, str, str]:
+def _piptools_version() -> str:
+    from importlib.metadata import version
+
+    return version("pip-tools")
+
+
+def _resolve_in_container(
+    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], work_dir: Path
+) -> tuple[int, str, str]:
     image = spec.target.base_image or spec.base_images["runtime"]
     client = _engine(spec, image)
     from bundler.engine import base_image
 
     image_id = base_image(client, image).image_id
+    _check_architecture(client, image, spec.target.platform)
     cache = cache_dir()
     tools = _tools_wheelhouse(spec.target.python, cache)
     volumes = {
@@ -134,22 +177,22 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
         if local.startswith("file://"):
             folder = Path(local[len("file://") :])
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}  # same path: file:// URLs and links stay valid
-    for folder in spec.requirements.find_links:  # the project's wheels, at the same path
-        volumes[folder] = {"bind": folder, "mode": "ro"}
+    for folder in [url[len("file://") :] for url in urls if url.startswith("file://")] + spec.requirements.find_links:
+        volumes.setdefault(folder, {"bind": folder, "mode": "ro"})  # the project's wheels and their index, at the same path
     for folder in sorted(_local_link_targets(pairs)):
         if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
     env, cert_volumes = container_pip(settings, "/cache")
     volumes.update(cert_volumes)
-    args = _compile_args(spec, settings, pairs, "/cache")
-    venv = f"/cache/venv-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
+    args = _compile_args(urls, settings, "/cache")
+    venv = f"/cache/venv-pip25-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
     script = "\n".join(
         [
             "set -e",
             f"PY=$(command -v python{spec.target.python} || true)",
             f'if [ -z "$PY" ]; then echo "bundler: the image has no python{spec.target.python} on PATH" >&2; exit 42; fi',
             f'if [ ! -f {venv}/.ready ]; then rm -rf {venv}; "$PY" -m venv {venv}; {venv}/bin/python -m pip install -q --no-index '
-            f"--find-links /tools pip-tools; touch {venv}/.ready; fi",
+            f"--find-links /tools pip-tools '{PIP_FLOOR}'; touch {venv}/.ready; fi",
             "cd /work",
             f"{venv}/bin/python -m piptools compile {shlex.join(args)} -o lock.txt {REQUIREMENTS_IN}",
         ]
@@ -163,12 +206,21 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
         user=f"{os.getuid()}:{os.getgid()}",
         detach=True,
         network_mode="bridge",
+        platform=f"linux/{DOCKER_ARCH[spec.target.platform]}",
     )
     try:
         code = container.wait().get("StatusCode", 1)
         log = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
     finally:
         container.remove(force=True)
+    if code in (126, 127) or "exec format error" in log:
+        raise LockError(
+            f"this engine cannot run the {DOCKER_ARCH[spec.target.platform]} image {image} that resolution for "
+            f"{spec.target.platform} needs: {log.strip()[-200:] or f'exit {code}'}",
+            hint="Let the engine emulate it (Debian: apt-get install qemu-user-static binfmt-support), or resolve on this host with "
+            "`bundler lock --resolver uv`.",
+            value=image,
+        )
     if code == 42:
         raise LockError(
             f"resolution must run in the target image {image}, but it has no python{spec.target.python}: {log.strip()[-200:]}",
@@ -177,6 +229,18 @@ def _resolve_in_container(spec: LockSpec, settings: PipSettings, pairs: list[tup
             value=image,
         )
     return code, log, f"container {image}"
+
+
+def _check_architecture(client, image: str, platform: str) -> None:
+    """pip-compile resolves for the machine it runs on: the image must be the Target's architecture."""
+    found = client.images.get(image).attrs.get("Architecture", "")
+    if found and found != DOCKER_ARCH[platform]:
+        raise LockError(
+            f"the base image {image} is {found}, but the Target is {platform}: pip-compile in it would resolve for {found}.",
+            hint=f"Set [target] base_image to a {DOCKER_ARCH[platform]} image with the Target's Python, or resolve on this host "
+            "with `bundler lock --resolver uv`.",
+            value=image,
+        )
 
 
 def _local_link_targets(pairs: list[tuple[str, str]]) -> set[Path]:
@@ -208,9 +272,7 @@ def _engine(spec: LockSpec, image: str):
 
 def _tools_wheelhouse(python: str, cache: Path) -> Path:
     """Pure-Python wheels of pip-tools and its dependencies for the container, fetched once."""
-    from importlib.metadata import version
-
-    tools = cache / "tools" / f"pip-tools-{version('pip-tools')}-py{python}"
+    tools = cache / "tools" / f"pip-tools-{_piptools_version()}-pip25-py{python}"
     if (tools / ".ready").is_file():
         return tools
     tools.mkdir(parents=True, exist_ok=True)
@@ -231,7 +293,8 @@ def _tools_wheelhouse(python: str, cache: Path) -> Path:
         "none",
         "--platform",
         "any",
-        f"pip-tools=={version('pip-tools')}",
+        f"pip-tools=={_piptools_version()}",
+        PIP_FLOOR,
     ]
     completed = subprocess.run(argv, capture_output=True, text=True)
     if completed.returncode != 0:
@@ -247,16 +310,9 @@ def _tools_wheelhouse(python: str, cache: Path) -> Path:
 
 def probe_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]]) -> None:
     """Fail early, and clearly, when an index cannot be reached (pip only says 'no version')."""
-    import ssl
     import urllib.error
-    import urllib.request
 
-    pypi = resolution_url(spec.build.pypi_index, pairs)
-    if pypi == spec.build.pypi_index and settings.index_mirror:
-        pypi = settings.index_mirror
-    probed = [(spec.index_url, resolution_url(spec.index_url, pairs)), (spec.build.pypi_index, pypi)]
-    probed += [(url, resolution_url(url, pairs)) for url in spec.requirements.extra_indexes]
-    for public, url in probed:
+    for public, url in resolution_indexes(spec, settings, pairs):
         shown = url if url == public else f"{url} (standing for {public})"
         if url.startswith("file://"):
             if not Path(url[len("file://") :]).is_dir():
@@ -266,10 +322,8 @@ def probe_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
                     value=url,
                 )
             continue
-        context = ssl.create_default_context(cafile=settings.cert or None) if url.startswith("https") else None
-        request = urllib.request.Request(url.rstrip("/") + "/", method="HEAD")
         try:
-            urllib.request.urlopen(request, timeout=float(os.environ.get("BUNDLER_PROBE_TIMEOUT", "15")), context=context).close()
+            open_url(url.rstrip("/") + "/", settings, method="HEAD").close()
         except urllib.error.HTTPError:
             continue  # the server answered: reachable (some indexes refuse HEAD or the root page)
         except (urllib.error.URLError, OSError, ValueError) as error:

@@ -55,11 +55,25 @@ class LockResult:
 
 
 def run_lock(
-    bundle: Bundle, *, cuda=None, rocm=None, cpu=False, torch=None, python=None, upgrade=False, dry_run=False, say=lambda text: None
+    bundle: Bundle,
+    *,
+    cuda=None,
+    rocm=None,
+    cpu=False,
+    torch=None,
+    python=None,
+    torch_index=None,
+    platform=None,
+    resolver="pip-tools",
+    upgrade=False,
+    dry_run=False,
+    say=lambda text: None,
 ) -> LockResult:
     table = load_table()
-    target = requested_target(bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python)
-    spec = make_spec(bundle, target, table)
+    target = requested_target(
+        bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, torch_index=torch_index, platform=platform
+    )
+    spec = make_spec(bundle, target, table, resolver)
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)
     lock = read_lock(spec.lock_path, spec.requirements_in, target)
@@ -75,15 +89,21 @@ def run_lock(
         say(f"{spec.lock_path.name} is up to date for {target.describe()} (input hash and body hash match); nothing to resolve.")
         return LockResult(spec, "unchanged", spec.lock_path, sidecar=refresh_sidecar(spec, lock, say))
     previous = None
-    same_build = state.header is not None and state.header.build == spec.build.tag and state.header.target.get("python") == target.python
+    old = state.header
+    same_build = old is not None and (old.build, old.torch_index, old.target.get("python")) == (
+        spec.build.tag,
+        spec.build.source,
+        target.python,
+    )
     if state.status in ("fresh", "stale") and same_build:
         previous = lock.install_body
     say(
-        f"Resolving {target.describe()} against {spec.index_url} + {', '.join(spec.extra_index_urls)}"
-        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else " on this host")
+        f"Resolving {target.describe()} against {' + '.join([spec.index_url, *spec.extra_index_urls])}"
+        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else f" on this host with {spec.resolver}")
         + " …"
     )
     resolution = resolve(spec, previous, upgrade)
+    where = "on this host" if resolution.where == "host" else f"in a {resolution.where}"
     header = LockHeader(
         target=target_fields(target),
         build=spec.build.tag,
@@ -92,6 +112,7 @@ def run_lock(
         base_image=spec.base_image,
         bundler_version=__version__,
         input_sha256=spec.input_sha256,
+        resolver=f"{resolution.resolver} {where} for {target.platform}",
     )
     text = render_lock(spec.lock_path.name, header, resolution.body)
     ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)

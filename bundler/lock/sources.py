@@ -20,10 +20,13 @@ from pathlib import Path
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from bundler.lock.indexpages import PYPI_SIMPLE, IndexFile, project_files
-from bundler.pipsettings import cache_dir
+from bundler.errors import ExternalError
+from bundler.fsutil import sha256_file
+from bundler.lock.hashes import IndexFile, project_files
+from bundler.pipsettings import cache_dir, host_pip_settings, index_map, reachable_url
+from bundler.target.versions import MANYLINUX_GLIBC
 
-MANYLINUX_MAX = 35  # the oldest glibc among the supported bases (Ubuntu 22.04: 2.35)
+PYPI_SIMPLE = "https://pypi.org/simple"
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
 
 
@@ -45,7 +48,7 @@ class SourceBuild:
 
 def target_platforms(platform: str) -> list[str]:
     arch = platform.split("_", 1)[1]
-    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(MANYLINUX_MAX, 16, -1)] + [f"manylinux2014_{arch}"]
+    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(MANYLINUX_GLIBC, 16, -1)] + [f"manylinux2014_{arch}"]
     if arch == "x86_64":
         tags += [f"manylinux2010_{arch}", f"manylinux1_{arch}"]
     return tags + [platform]
@@ -109,10 +112,25 @@ def _why(sdist: str, wheels: list[str], target) -> str:
     return f"none of its {len(wheels)} wheels fits CPython {target.python} on {target.platform} ({shown})"
 
 
+def index_files(index: str, project: str) -> list[IndexFile]:
+    """The files the lock's index ``index`` (a public URL) lists for ``project``, each with its sha256
+    where the page gives it or the file is on this host (a local index rarely carries hashes)."""
+    settings = host_pip_settings()
+    files = project_files(reachable_url(index, index_map(), settings), project, settings)
+    return [IndexFile(f.filename, f.url, f.sha256 or _local_hash(f.url)) for f in files]
+
+
+def _local_hash(url: str) -> str:
+    from urllib.parse import unquote, urlsplit
+
+    path = Path(unquote(urlsplit(url).path)) if url.startswith("file://") else None
+    return sha256_file(path) if path is not None and path.is_file() else ""
+
+
 def _files_or_none(index: str, project: str) -> list[IndexFile] | None:
     try:
-        return project_files(index, project)
-    except (OSError, ValueError):
+        return index_files(index, project)
+    except (ExternalError, OSError, ValueError):
         return None
 
 

@@ -14,6 +14,7 @@ passes silently)::
     torch = "2.13.0"
     python = "3.11"
     platform = "linux_x86_64"              # linux_x86_64 | linux_aarch64
+    torch_index = "pytorch"                # pytorch (download.pytorch.org/whl/<build>) | pypi
     base_image = "python:3.11-slim-bookworm"
     base_digest = ""                       # sha256:… once known (bundler build)
 
@@ -30,6 +31,7 @@ passes silently)::
     [diagnostics]                          # optional; read by diagnostics/run.py
     memory_hook = "doc_pilot.diag:step"    # function(device) running one representative step
     results_dir = "runs"                   # folder tested for space/speed/checkpoints
+    dataloader_workers = 8                 # DataLoader workers the run uses: /dev/shm and cores are judged for them
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
 BUNDLE_FILE = "bundle.toml"
 BACKENDS = ("cuda", "rocm", "cpu")
 PLATFORMS = ("linux_x86_64", "linux_aarch64")
+TORCH_INDEXES = ("pytorch", "pypi")  # where torch comes from: PyTorch's index of the build, or PyPI
 IMPORT_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -59,10 +62,12 @@ class Target:
     platform: str = "linux_x86_64"
     base_image: str = ""
     base_digest: str = ""
+    torch_index: str = "pytorch"
 
     def describe(self) -> str:
         build = f"{self.backend} {self.accelerator}".strip()
-        return f"torch {self.torch} for {build} on Python {self.python} ({self.platform})"
+        source = " from PyPI" if self.torch_index == "pypi" else ""
+        return f"torch {self.torch}{source} for {build} on Python {self.python} ({self.platform})"
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,13 @@ def validate_target(target: Target, path: Path | None = None) -> Target:
             path=path,
             value=target.platform,
         )
+    if target.torch_index not in TORCH_INDEXES:
+        raise error(
+            f"{where}torch_index {target.torch_index!r} is not one of {', '.join(TORCH_INDEXES)}.",
+            hint='Use "pytorch" (PyTorch\'s index of the build, the default) or "pypi" (PyPI\'s own build, when it is the Target\'s).',
+            path=path,
+            value=target.torch_index,
+        )
     return target
 
 
@@ -164,9 +176,9 @@ def load_bundle(project: Path | None = None) -> Bundle:
 
 _SECTIONS = {
     "project": {"name", "package", "entry"},
-    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest"},
+    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index"},
     "build": {"lock", "size_budget_mb"},
-    "diagnostics": {"memory_hook", "results_dir"},
+    "diagnostics": {"memory_hook", "results_dir", "dataloader_workers"},
 }
 _EXTENSION_KEYS = {"name", "module", "compile", "check"}
 
@@ -191,8 +203,8 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
             path=path,
             value=project["package"],
         )
-    for key in ("backend", "torch", "python"):
-        _require_str(path, "target", target_data, key)
+    for key in _SECTIONS["target"]:
+        _require_str(path, "target", target_data, key, optional=key not in ("backend", "torch", "python"))
     target = validate_target(
         Target(**{key: str(value) for key, value in target_data.items()} | {"accelerator": str(target_data.get("accelerator", ""))}),
         path,
@@ -211,10 +223,26 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         package=project["package"],
         entry=project["entry"],
         target=target,
-        lock=str(build.get("lock", "requirements-rebuild.txt")),
+        lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
         size_budget_mb=budget,
         extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
     )
+
+
+def _lock_name(root: Path, path: Path, value: object) -> str:
+    """[build] lock: a file path inside the project (the lock is written there, through no link out of it)."""
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(value).parts if isinstance(value, str) else ()
+    bad = not parts or value.startswith(("/", "~")) or "\\" in value or "\0" in value or ".." in parts or value.endswith("/")
+    if bad or not (root / value).resolve().is_relative_to(root.resolve()):
+        raise ProjectFileError(
+            f"{path}: [build] lock {value!r} is not a file path inside the project.",
+            hint='Name the lock relative to the project folder, e.g. lock = "requirements-rebuild.txt".',
+            path=path,
+            value=value if isinstance(value, str) else repr(value),
+        )
+    return value
 
 
 def _extension(path: Path, index: int, item: object) -> Extension:
@@ -254,10 +282,17 @@ def _check_keys(path: Path, section: str, table: object, allowed: set[str]) -> N
         )
 
 
-def _require_str(path: Path, section: str, table: dict, key: str) -> None:
+def _require_str(path: Path, section: str, table: dict, key: str, *, optional: bool = False) -> None:
     value = table.get(key)
-    if not isinstance(value, str) or not value.strip():
-        where = f"[{section}]" if not section.startswith("[") else section
+    where = f"[{section}]" if not section.startswith("[") else section
+    if value is not None and not isinstance(value, str):
+        raise ProjectFileError(
+            f"{path}: {where} {key} must be a string, got {value!r} ({type(value).__name__}).",
+            hint=f'Quote it: {key} = "…" in {where}.',
+            path=path,
+            value=key,
+        )
+    if not optional and (value is None or not value.strip()):
         raise ProjectFileError(
             f"{path}: {where} {key} is missing or empty.",
             hint=f'Set {key} = "…" in {where}.',
@@ -276,5 +311,7 @@ def update_target(bundle: Bundle, target: Target) -> None:
     document = tomlkit.parse(bundle.path.read_text(encoding="utf-8"))
     section = document.setdefault("target", tomlkit.table())
     for key, value in asdict(target).items():
+        if key == "torch_index" and value == "pytorch" and key not in section:
+            continue  # the default stays implicit in files written before the key existed
         section[key] = value
     atomic_write_text(bundle.path, tomlkit.dumps(document))

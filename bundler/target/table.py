@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bundler.errors import TargetError
-from bundler.target.versions import build_name, cuda_tag, rocm_tag, version_key
+from bundler.target.versions import RELEASE_RE, build_name, cuda_tag, rocm_tag, version_key
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,7 @@ class CudaInfo:
     driver_minor_compat: str
     devel_base: str
     confirmed: bool
+    sources: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -32,6 +33,7 @@ class RocmInfo:
     arch: tuple[str, ...]
     devel_base: str
     confirmed: bool
+    sources: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -54,16 +56,33 @@ class Release:
     confirmed: bool
     note: str = ""
     arch: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    source: str = ""
+    file: str = ""  # the table file the row was read from
+    pypi_cuda_aarch64: str = ""  # CUDA of PyPI's Linux aarch64 wheel; "cpu" for a CPU wheel, "" unknown
+    sources: tuple[str, ...] = ()  # ids of [sources]: where the row's facts come from
+    unchecked: tuple[str, ...] = ()  # fields no source could confirm
+    cuda_aarch64: tuple[str, ...] = ()  # CUDA builds for Linux aarch64 on PyTorch's index (ROCm: x86_64 only)
 
-    def build_tags(self) -> list[str]:
-        tags = [cuda_tag(v) for v in self.cuda] + [rocm_tag(v) for v in self.rocm]
-        return tags + (["cpu"] if self.cpu else [])
-
-    def has_build(self, backend: str, accelerator: str) -> bool:
+    def builds(self, backend: str, platform: str = "linux_x86_64") -> tuple[str, ...]:
+        """The accelerator versions of one backend's builds for a platform ("" for the CPU build)."""
         if backend == "cpu":
-            return self.cpu
-        return accelerator in (self.cuda if backend == "cuda" else self.rocm)
+            return ("",) if self.cpu else ()
+        if platform == "linux_aarch64":
+            return self.cuda_aarch64 if backend == "cuda" else ()
+        return self.cuda if backend == "cuda" else self.rocm
+
+    def build_tags(self, platform: str = "linux_x86_64") -> list[str]:
+        return [build_name(backend, v) for backend in ("cuda", "rocm", "cpu") for v in self.builds(backend, platform)]
+
+    def arch_keys(self) -> list[str]:
+        """The keys [release.arch] may use: the x86_64 build tags, the aarch64 ones as <tag>-aarch64."""
+        return self.build_tags() + [f"{tag}-aarch64" for tag in self.build_tags("linux_aarch64")]
+
+    def has_build(self, backend: str, accelerator: str, platform: str = "linux_x86_64") -> bool:
+        return accelerator in self.builds(backend, platform)
+
+    def pypi_build(self, platform: str) -> str:
+        """The CUDA version of PyPI's own wheel for a platform ("cpu" for a CPU wheel, "" unknown)."""
+        return self.pypi_cuda if platform == "linux_x86_64" else self.pypi_cuda_aarch64
 
     def needs_setuptools(self, python: str) -> bool:
         if self.setuptools == "always":
@@ -84,24 +103,31 @@ class TorchBuild:
     pypi_index: str
     cuda: CudaInfo | None = None
     rocm: RocmInfo | None = None
+    source: str = "pytorch"  # pytorch: PyTorch's index of the build; pypi: PyPI's own (unlabelled) wheel
+
+    @property
+    def extra_index_urls(self) -> list[str]:
+        """The indexes after ``index_url``: PyPI for everything but torch's own packages."""
+        return [] if self.source == "pypi" else [self.pypi_index]
 
     def labelled(self, version: str) -> str:
         return f"{version}+{self.label}" if self.label else version
 
+    platform: str = "linux_x86_64"
+
     @property
     def arch(self) -> tuple[str, ...]:
-        if self.tag in self.release.arch:
-            return self.release.arch[self.tag]
+        key = self.tag if self.platform == "linux_x86_64" else f"{self.tag}-aarch64"
+        if key in self.release.arch:
+            return self.release.arch[key]
         return self.rocm.arch if self.rocm is not None else ()
 
     def companions(self) -> dict[str, str]:
         """Companion distribution -> the exact version paired with this build."""
-        pairs = {
-            "torch": self.labelled(self.release.torch),
-            "torchvision": self.labelled(self.release.torchvision),
-            "torchaudio": self.labelled(self.release.torchaudio),
-        }
-        if self.backend == "cuda" and self.release.triton:
+        pairs = {"torch": self.labelled(self.release.torch), "torchvision": self.labelled(self.release.torchvision)}
+        if self.release.torchaudio:  # "" from 2.13: no torchaudio is paired with the release
+            pairs["torchaudio"] = self.labelled(self.release.torchaudio)
+        if self.backend == "cuda" and RELEASE_RE.match(self.release.triton):  # a range (~=3.8.0) is torch's own to resolve
             pairs["triton"] = self.release.triton
         if self.backend == "rocm" and self.release.pytorch_triton_rocm:
             pairs["pytorch-triton-rocm"] = self.release.pytorch_triton_rocm
@@ -117,7 +143,8 @@ class CompatTable:
     cuda: dict[str, CudaInfo]
     rocm: dict[str, RocmInfo]
     releases: dict[str, Release]
-    sources: list[str]
+    files: list[str]  # the table files read, shipped first
+    sources: dict[str, str] = field(default_factory=dict)  # source id -> what and where it is
 
     # ----- queries ---------------------------------------------------------------
     def release(self, torch: str) -> Release:
@@ -147,48 +174,110 @@ class CompatTable:
             return release.rocm[-1] if release.rocm else ""
         return ""
 
-    def torch_versions_with(self, backend: str, accelerator: str) -> list[str]:
-        return [v for v in self.torch_versions() if self.releases[v].has_build(backend, accelerator)]
+    def torch_versions_with(self, backend: str, accelerator: str, platform: str = "linux_x86_64") -> list[str]:
+        return [v for v in self.torch_versions() if self.releases[v].has_build(backend, accelerator, platform)]
+
+    def accelerators(self, backend: str, platform: str = "linux_x86_64") -> list[str]:
+        """Every version of a backend some release builds for a platform."""
+        return sorted({v for r in self.releases.values() for v in r.builds(backend, platform)}, key=version_key)
 
     def build_for(self, target) -> TorchBuild:
         """The Build for a Target; TargetError naming the valid choices when none exists."""
         release = self.release(target.torch)
-        wanted = build_name(target.backend, target.accelerator)
-        if not release.has_build(target.backend, target.accelerator):
-            others = self.torch_versions_with(target.backend, target.accelerator)
-            having = _ranges(others) if others else "no torch release in the table"
-            raise TargetError(
-                f"torch {target.torch} has no {wanted} build. Builds that exist for torch {target.torch}: "
-                f"{', '.join(release.build_tags())}. torch releases with a {wanted} build: {having}.",
-                hint=f"Choose one of the builds of torch {target.torch} (e.g. --{_flag_for(release)}) "
-                f"or a torch release that has {wanted} (--torch VER).",
-                value=wanted,
-            )
+        if target.torch_index == "pypi":
+            self._check_pypi(release, target)
+        elif not release.has_build(target.backend, target.accelerator, target.platform):
+            raise self._no_such_build(release, target)
         if target.python not in release.python:
             raise TargetError(
                 f"torch {target.torch} has no wheels for Python {target.python}; it supports Python {', '.join(release.python)}.",
                 hint="Choose one of those with --python X.Y.",
                 value=target.python,
             )
-        if target.backend == "rocm" and target.platform != "linux_x86_64":
-            raise TargetError(
-                f"ROCm builds of torch exist for linux_x86_64 only, not {target.platform}.",
-                hint='Use platform = "linux_x86_64" for a ROCm target, or --cuda/--cpu.',
-                value=target.platform,
-            )
         return self._build(release, target)
+
+    def _no_such_build(self, release: Release, target) -> TargetError:
+        """The refusal of a build a release lacks, with suggestions of the same backend and platform only."""
+        backend, accel, platform = target.backend, target.accelerator, target.platform
+        where, kind, wanted = PLATFORM_NAMES[platform], BACKEND_NAMES[backend], build_name(backend, accel)
+        own = release.builds(backend, platform)
+        known = self.accelerators(backend, platform)
+        if not known:
+            return TargetError(
+                f"PyTorch ships no {kind} build of torch for {where}.",
+                hint=f"{kind} Targets run on Linux x86-64: pass --platform linux/x86_64, or choose --cuda/--cpu.",
+                value=platform,
+            )
+        message = f"torch {release.torch} has no {wanted} build ({kind} {accel}) for {where}. " + (
+            f"Its {kind} builds there: {', '.join(build_name(backend, v) for v in own)}."
+            if own
+            else f"It has no {kind} build for {where} at all."
+        )
+        others = self.torch_versions_with(backend, accel, platform)
+        if others:
+            message += f" torch releases with {wanted}: {_ranges(others)}."
+            nearest_torch = _nearest_version(others, release.torch)
+        else:
+            message += f" No torch release in the table has {kind} {accel} for {where}; the {kind} versions it knows: {_ranges(known)}."
+            nearest_torch = ""
+        if own:
+            hint = f"The nearest {kind} build of torch {release.torch}: --{backend} {_nearest_version(list(own), accel)}"
+            hint += f"; or keep {kind} {accel} with --torch {nearest_torch}." if nearest_torch else "."
+        elif nearest_torch:
+            hint = f"Keep {kind} {accel} with --torch {nearest_torch} (the nearest torch release that has it)."
+        else:
+            nearest = _nearest_version(known, accel)
+            having = _ranges(self.torch_versions_with(backend, nearest, platform))
+            hint = f"The nearest {kind} version the table knows: --{backend} {nearest} (torch {having})."
+        return TargetError(message, hint=hint + " Rows of your own go in ~/.config/bundler/compat.toml.", value=wanted)
+
+    def _check_pypi(self, release: Release, target) -> None:
+        """PyPI serves one build per torch release and platform: refuse any other, naming it."""
+        served = release.pypi_build(target.platform)
+        where = PLATFORM_NAMES.get(target.platform, target.platform)
+        if not served:
+            raise TargetError(
+                f"the compatibility table does not say which build PyPI's torch {release.torch} for {where} is, so it cannot be "
+                "locked from PyPI.",
+                hint="Use --torch-index pytorch (PyTorch's index of the build), or run `bundler compat check` and record the "
+                "release's pypi_cuda in ~/.config/bundler/compat.toml.",
+                value=release.torch,
+            )
+        wanted = "cpu" if target.backend == "cpu" else target.accelerator
+        if target.backend != "rocm" and wanted == served:
+            return
+        asked = {"cpu": "the CPU build", "cuda": f"CUDA {target.accelerator}", "rocm": f"ROCm {target.accelerator}"}[target.backend]
+        others = [v for v in self.torch_versions() if self.releases[v].pypi_build(target.platform) == wanted]
+        alternative = (
+            f" PyPI's torch for {where} is {_pypi_name(wanted)} in: {_ranges(others)}." if others and target.backend != "rocm" else ""
+        )
+        flag = "--cpu" if served == "cpu" else f"--cuda {served}"
+        raise TargetError(
+            f"{'PyPI has no ROCm build of torch: ' if target.backend == 'rocm' else ''}PyPI's torch {release.torch} for {where} is "
+            f"{_pypi_name(served)}, not {asked}.{alternative}",
+            hint=f"Lock it from PyPI with {flag} --torch-index pypi, or take {asked} from PyTorch's own index with --torch-index pytorch.",
+            value=build_name(target.backend, target.accelerator),
+        )
 
     def _build(self, release: Release, target) -> TorchBuild:
         backend, accel = target.backend, target.accelerator
+        if target.torch_index == "pypi":  # PyPI's wheels carry no local label
+            tag = build_name(backend, accel)
+            cuda = self.cuda.get(accel)
+            return TorchBuild(
+                release, backend, accel, tag, "", self.pypi_index, self.pypi_index, cuda=cuda, source="pypi", platform=target.platform
+            )
         if backend == "cuda":
             tag, info = cuda_tag(accel), self.cuda.get(accel)
-            return TorchBuild(release, backend, accel, tag, tag, f"{self.index_root}/{tag}", self.pypi_index, cuda=info)
+            return TorchBuild(
+                release, backend, accel, tag, tag, f"{self.index_root}/{tag}", self.pypi_index, cuda=info, platform=target.platform
+            )
         if backend == "rocm":
             tag = rocm_tag(accel)
             return TorchBuild(release, backend, accel, tag, tag, f"{self.index_root}/{tag}", self.pypi_index, rocm=self.rocm.get(accel))
         # PyTorch's aarch64 CPU wheels carry no local label; the x86_64 ones are +cpu.
         label = "cpu" if target.platform == "linux_x86_64" else ""
-        return TorchBuild(release, "cpu", "", "cpu", label, f"{self.index_root}/cpu", self.pypi_index)
+        return TorchBuild(release, "cpu", "", "cpu", label, f"{self.index_root}/cpu", self.pypi_index, platform=target.platform)
 
     def base_images(self, build: TorchBuild, python: str) -> dict[str, str]:
         runtime = self.runtime_base.format(python=python)
@@ -202,12 +291,19 @@ class CompatTable:
 
 
 # ----- helpers of the messages -------------------------------------------------------
-def _flag_for(release: Release) -> str:
-    if release.cuda:
-        return f"cuda {release.cuda[-1]}"
-    if release.rocm:
-        return f"rocm {release.rocm[-1]}"
-    return "cpu"
+PLATFORM_NAMES = {"linux_x86_64": "Linux x86-64", "linux_aarch64": "Linux aarch64"}
+BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm", "cpu": "CPU"}
+
+
+def _nearest_version(versions: list[str], wanted: str) -> str:
+    """The lowest version at or above ``wanted``, else the highest below (an old driver is not sent to the newest)."""
+    ordered = sorted(versions, key=version_key)
+    above = [v for v in ordered if version_key(v) >= version_key(wanted)]
+    return above[0] if above else ordered[-1]
+
+
+def _pypi_name(build: str) -> str:
+    return "the CPU build" if build == "cpu" else f"the CUDA {build} build ({cuda_tag(build)})"
 
 
 def _ranges(versions: list[str]) -> str:

@@ -24,9 +24,9 @@ ARCH_RE = re.compile(r"^(sm_\d+a?|compute_\d+|gfx[0-9a-f]+)$")
 GFX_RE = re.compile(r"^gfx[0-9a-f]+$")
 SETUPTOOLS_RULES = ("never", "python>=3.12", "always")
 
-_TOP_KEYS = {"schema", "index_root", "pypi_index", "runtime_base", "cpu_devel_base", "cuda", "rocm", "release"}
-_CUDA_KEYS = {"driver_toolkit", "driver_minor_compat", "devel_base", "confirmed"}
-_ROCM_KEYS = {"arch", "devel_base", "confirmed"}
+_TOP_KEYS = {"schema", "index_root", "pypi_index", "runtime_base", "cpu_devel_base", "sources", "cuda", "rocm", "release"}
+_CUDA_KEYS = {"driver_toolkit", "driver_minor_compat", "devel_base", "confirmed", "sources"}
+_ROCM_KEYS = {"arch", "devel_base", "confirmed", "sources"}
 _RELEASE_KEYS = {
     "torch",
     "torchvision",
@@ -34,15 +34,23 @@ _RELEASE_KEYS = {
     "triton",
     "pytorch_triton_rocm",
     "cuda",
+    "cuda_aarch64",
     "rocm",
     "cpu",
     "pypi_cuda",
+    "pypi_cuda_aarch64",
     "python",
     "setuptools",
     "confirmed",
     "note",
     "arch",
+    "sources",
+    "unchecked",
 }
+CHECKABLE = tuple(sorted(_RELEASE_KEYS - {"torch", "confirmed", "note", "sources", "unchecked"}))
+PYPI_BUILD_RE = re.compile(r"^(\d+\.\d+|cpu)$")
+TRITON_RE = re.compile(r"^(~=)?\d+\.\d+\.\d+$")
+SOURCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9.@_-]*$")
 
 
 def shipped_table_path() -> Path:
@@ -98,8 +106,13 @@ def _merge(documents: list[tuple[Path, dict]]) -> CompatTable:
     cuda: dict[str, CudaInfo] = {}
     rocm: dict[str, RocmInfo] = {}
     releases: dict[str, Release] = {}
+    sources: dict[str, str] = {}
     for path, data in documents:
         _keys(path, "the top level", data, _TOP_KEYS)
+        for source, text in _table(path, "[sources]", data.get("sources", {})).items():
+            if not SOURCE_ID_RE.match(source) or not isinstance(text, str) or not text.strip():
+                raise _bad(path, f"[sources] {source!r}", "must name a source id with a description", 'Write id = "what and where".')
+            sources[source] = text
         for key in ("index_root", "pypi_index", "runtime_base", "cpu_devel_base"):
             if key in data:
                 settings[key] = _need_str(path, "the top level", data, key)
@@ -114,8 +127,17 @@ def _merge(documents: list[tuple[Path, dict]]) -> CompatTable:
             release = _release(path, index, row)
             releases[release.torch] = release
     for release in releases.values():
-        _cross_check(release, cuda, rocm)
-    return CompatTable(cuda=cuda, rocm=rocm, releases=releases, sources=[str(p) for p, _ in documents], **settings)
+        _cross_check(release, cuda, rocm, sources)
+    for entry, kind in [(e, "cuda") for e in cuda.values()] + [(e, "rocm") for e in rocm.values()]:
+        unknown = [s for s in entry.sources if s.split("@")[0] not in sources]
+        if unknown:
+            raise _bad(
+                base_path,
+                f'[{kind}."{entry.version}"]',
+                f"names the source {unknown[0]!r}, which [sources] does not describe",
+                "Add it to [sources].",
+            )
+    return CompatTable(cuda=cuda, rocm=rocm, releases=releases, files=[str(p) for p, _ in documents], sources=sources, **settings)
 
 
 def _cuda(path: Path, version: str, entry: object) -> CudaInfo:
@@ -133,6 +155,7 @@ def _cuda(path: Path, version: str, entry: object) -> CudaInfo:
         entry["driver_minor_compat"],
         _need_str(path, where, entry, "devel_base"),
         _bool(path, where, entry, "confirmed", True),
+        _str_list(path, where, entry, "sources", SOURCE_ID_RE, allow_empty=True),
     )
 
 
@@ -143,7 +166,9 @@ def _rocm(path: Path, version: str, entry: object) -> RocmInfo:
     entry = _table(path, where, entry)
     _keys(path, where, entry, _ROCM_KEYS)
     arch = _str_list(path, where, entry, "arch", GFX_RE, allow_empty=True)
-    return RocmInfo(version, arch, _need_str(path, where, entry, "devel_base"), _bool(path, where, entry, "confirmed", True))
+    devel_base = _need_str(path, where, entry, "devel_base")
+    sources = _str_list(path, where, entry, "sources", SOURCE_ID_RE, allow_empty=True)
+    return RocmInfo(version, arch, devel_base, _bool(path, where, entry, "confirmed", True), sources)
 
 
 def _release(path: Path, index: int, row: object) -> Release:
@@ -154,18 +179,31 @@ def _release(path: Path, index: int, row: object) -> Release:
     where = f"[[release]] torch {torch}"
     if not RELEASE_RE.match(torch):
         raise _bad(path, where, "torch must be an exact release like 2.9.1", "One row per patch release.")
-    for key in ("torchvision", "torchaudio"):
-        if not RELEASE_RE.match(_need_str(path, where, row, key)):
-            raise _bad(path, where, f"{key} {row[key]!r} is not an exact version", f"Give the {key} release paired with torch {torch}.")
-    for key in ("triton", "pytorch_triton_rocm", "pypi_cuda", "note"):
+    if not RELEASE_RE.match(_need_str(path, where, row, "torchvision")):
+        raise _bad(
+            path, where, f"torchvision {row['torchvision']!r} is not an exact version", f"Give the torchvision paired with torch {torch}."
+        )
+    if not isinstance(row.get("torchaudio"), str) or (row["torchaudio"] and not RELEASE_RE.match(row["torchaudio"])):
+        raise _bad(
+            path,
+            where,
+            f"torchaudio {row.get('torchaudio')!r} is not an exact version",
+            'Give the torchaudio paired with it, or "" for none.',
+        )
+    for key in ("triton", "pytorch_triton_rocm", "pypi_cuda", "pypi_cuda_aarch64", "note"):
         if not isinstance(row.get(key, ""), str):
             raise _bad(path, where, f"{key} must be a string", f'Write {key} = "…" ("" when unknown).')
-    for key in ("triton", "pytorch_triton_rocm"):
-        if row.get(key) and not RELEASE_RE.match(row[key]):
-            raise _bad(path, where, f"{key} {row[key]!r} is not an exact version", 'Give X.Y.Z, or "" when unknown.')
-    if row.get("pypi_cuda") and not MINOR_RE.match(row["pypi_cuda"]):
-        raise _bad(path, where, f"pypi_cuda {row['pypi_cuda']!r} is not a CUDA version", 'Give e.g. "12.8", or "" when unknown.')
+    if row.get("triton") and not TRITON_RE.match(row["triton"]):
+        raise _bad(
+            path, where, f"triton {row['triton']!r} is not a version", 'Give X.Y.Z (or ~=X.Y.Z as torch declares it), "" when unknown.'
+        )
+    if row.get("pytorch_triton_rocm") and not RELEASE_RE.match(row["pytorch_triton_rocm"]):
+        raise _bad(path, where, f"pytorch_triton_rocm {row['pytorch_triton_rocm']!r} is not an exact version", 'Give X.Y.Z, or "".')
+    for key in ("pypi_cuda", "pypi_cuda_aarch64"):
+        if row.get(key) and not PYPI_BUILD_RE.match(row[key]):
+            raise _bad(path, where, f"{key} {row[key]!r} is not a CUDA version or cpu", 'Give e.g. "12.8", "cpu", or "" when unknown.')
     cuda = _str_list(path, where, row, "cuda", MINOR_RE, allow_empty=True)
+    cuda_aarch64 = _str_list(path, where, row, "cuda_aarch64", MINOR_RE, allow_empty=True)
     rocm = _str_list(path, where, row, "rocm", ACCELERATOR_RE, allow_empty=True)
     python = _str_list(path, where, row, "python", PYTHON_RE, allow_empty=False)
     setuptools = row.get("setuptools", "never")
@@ -177,7 +215,7 @@ def _release(path: Path, index: int, row: object) -> Release:
     if not (cuda or rocm or cpu):
         raise _bad(path, where, "lists no build at all", "List its cuda/rocm versions or set cpu = true.")
     arch_table = _table(path, f"{where} arch", row.get("arch", {}))
-    arch = {tag: _str_list(path, f"{where} arch", arch_table, tag, ARCH_RE, allow_empty=True) for tag in arch_table}
+    arch = {key: _str_list(path, f"{where} arch", arch_table, key, ARCH_RE, allow_empty=True) for key in arch_table}
     return Release(
         torch=torch,
         torchvision=row["torchvision"],
@@ -185,6 +223,7 @@ def _release(path: Path, index: int, row: object) -> Release:
         triton=row.get("triton", ""),
         pytorch_triton_rocm=row.get("pytorch_triton_rocm", ""),
         cuda=cuda,
+        cuda_aarch64=cuda_aarch64,
         rocm=rocm,
         cpu=cpu,
         pypi_cuda=row.get("pypi_cuda", ""),
@@ -193,14 +232,17 @@ def _release(path: Path, index: int, row: object) -> Release:
         confirmed=_bool(path, where, row, "confirmed", True),
         note=row.get("note", ""),
         arch=arch,
-        source=str(path),
+        file=str(path),
+        pypi_cuda_aarch64=row.get("pypi_cuda_aarch64", ""),
+        sources=_str_list(path, where, row, "sources", SOURCE_ID_RE, allow_empty=True),
+        unchecked=_str_list(path, where, row, "unchecked", re.compile("^(" + "|".join(CHECKABLE) + ")$"), allow_empty=True),
     )
 
 
-def _cross_check(release: Release, cuda: dict, rocm: dict) -> None:
-    path = Path(release.source)
+def _cross_check(release: Release, cuda: dict, rocm: dict, sources: dict) -> None:
+    path = Path(release.file)
     where = f"[[release]] torch {release.torch}"
-    for version in release.cuda:
+    for version in dict.fromkeys(release.cuda + release.cuda_aarch64):
         if version not in cuda:
             raise _bad(
                 path,
@@ -213,13 +255,16 @@ def _cross_check(release: Release, cuda: dict, rocm: dict) -> None:
             raise _bad(
                 path, where, f'names ROCm {version}, which has no [rocm."{version}"] entry', f'Add [rocm."{version}"] with its devel_base.'
             )
-    for tag in release.arch:
-        if tag not in release.build_tags():
+    for source in release.sources:
+        if source.split("@")[0] not in sources:
+            raise _bad(path, where, f"names the source {source!r}, which [sources] does not describe", "Add it to [sources].")
+    for key in release.arch:
+        if key not in release.arch_keys():
             raise _bad(
                 path,
                 where,
-                f"gives architectures for {tag}, a build this release does not list",
-                f"Builds listed: {', '.join(release.build_tags())}.",
+                f"gives architectures for {key}, a build this release does not list",
+                f"Builds listed: {', '.join(release.arch_keys())} (aarch64 builds as <tag>-aarch64).",
             )
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import re
 
-RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$")  # torch 2.9.1
-MINOR_RE = re.compile(r"^\d+\.\d+$")  # CUDA 12.8
-ACCELERATOR_RE = re.compile(r"^\d+\.\d+(\.\d+)?$")  # CUDA 12.8, ROCm 6.2.4
-PYTHON_RE = re.compile(r"^3\.\d{1,2}$")
+# ASCII digits only (re.ASCII): "１２.８" is not a version, and would name no index
+RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$", re.ASCII)  # torch 2.9.1
+MINOR_RE = re.compile(r"^\d+\.\d+$", re.ASCII)  # CUDA 12.8
+ACCELERATOR_RE = re.compile(r"^\d+\.\d+(\.\d+)?$", re.ASCII)  # CUDA 12.8, ROCm 6.2.4
+PYTHON_RE = re.compile(r"^3\.\d{1,2}$", re.ASCII)
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -30,3 +31,9 @@ def build_name(backend: str, accelerator: str) -> str:
     if backend == "cpu":
         return "cpu"
     return cuda_tag(accelerator) if backend == "cuda" else rocm_tag(accelerator)
+
+
+# The newest manylinux glibc a Target's wheels may need: the oldest glibc among the bases
+# bundler builds on (Ubuntu 22.04's 2.35). Resolving for another platform uses it.
+MANYLINUX_GLIBC = 35
+DOCKER_ARCH = {"linux_x86_64": "amd64", "linux_aarch64": "arm64"}  # a Target platform as an image's Architecture

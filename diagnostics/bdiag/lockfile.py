@@ -29,6 +29,7 @@ class Lock:
     path: str
     pins: dict  # normalized name -> Pin
     index_urls: list
+    torch_index: str = "pytorch"  # the header's `# torch-index:`: pytorch (labelled +cu128 wheels) or pypi (unlabelled)
 
 
 _REQ = re.compile(
@@ -51,6 +52,7 @@ _OPTIONS_WITH_VALUE = (
     "--requirement",
 )
 _FLAG_OPTIONS = ("--prefer-binary", "--require-hashes", "--no-index", "--pre")
+_TORCH_INDEX = re.compile(r"^# torch-index: (\S+)\s*$", re.MULTILINE)
 
 
 def normalize(name: str) -> str:
@@ -87,7 +89,8 @@ def read_lock(path: str) -> Lock:
             raise LockCorrupt(path, number, line, f"{pin.name} is pinned twice")
         if pin.name not in pins or marker_applies(pin.marker) is not False:
             pins[pin.name] = pin
-    return Lock(path=path, pins=pins, index_urls=index_urls)
+    source = _TORCH_INDEX.search(text)
+    return Lock(path=path, pins=pins, index_urls=index_urls, torch_index=source.group(1) if source else "pytorch")
 
 
 def _logical_lines(text: str):

@@ -51,11 +51,16 @@ def _compare(result, path: str, installed: dict) -> None:
         if have is None:
             problem = ("missing", f"{name} (locked {pin.version or 'by URL'})")
         elif pin.version and not same_version(have, pin.version):
-            problem = ("other", f"{name} {have} (locked {pin.version})")
+            problem = ("other", f"{name} {have} (locked {pin.version}{_source_clash(lock, have, pin.version)})")
         if problem:
             (unsure if applies is None else (missing if problem[0] == "missing" else other)).append(problem[1])
     result.values.update(
-        locked=checked, not_for_this_platform=len(lock.pins) - checked, missing=missing, other_version=other, index_urls=lock.index_urls
+        torch_index=lock.torch_index,
+        locked=checked,
+        not_for_this_platform=len(lock.pins) - checked,
+        missing=missing,
+        other_version=other,
+        index_urls=lock.index_urls,
     )
     result.summary = f"{checked} locked, {len(missing)} missing, {len(other)} other version"
     if missing or other:
@@ -68,6 +73,15 @@ def _compare(result, path: str, installed: dict) -> None:
     if unsure:
         result.values["unsure_marker"] = unsure
         result.warn(f"could not evaluate the environment markers of: {', '.join(unsure[:SHOWN])}", None)
+
+
+def _source_clash(lock, have: str, pinned: str) -> str:
+    """Why a same-release torch differs: PyPI's wheels are unlabelled, PyTorch's index labels them (+cu128)."""
+    if have.split("+")[0] != pinned.split("+")[0] or ("+" in have) == ("+" in pinned):
+        return ""
+    if lock.torch_index == "pypi":
+        return " from PyPI; the installed one is PyTorch's index build"
+    return " from PyTorch's index; the installed one is PyPI's unlabelled build"
 
 
 def _pip_check(result, probe) -> None:

@@ -33,7 +33,8 @@ def cached(tmp_path: Path, name: str, data: bytes, age_days: float = 0) -> Path:
     return path
 
 
-def test_wheels_are_listed_and_pruned_by_age_and_foreign_files_stay(tmp_path):
+def test_wheels_are_listed_and_pruned_by_age_and_foreign_files_stay(tmp_path, monkeypatch):
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path / "cache"))  # the session's cache holds other tests' wheels
     old = cached(tmp_path, "old-1.0-py3-none-any.whl", b"old wheel", age_days=40)
     fresh = cached(tmp_path, "fresh-1.0-py3-none-any.whl", b"fresh wheel")
     foreign = [cache_dir() / "notes.txt", cache_root() / "mine" / "keep.whl", cache_root() / "ab" / "not-a-hash" / "keep.whl"]

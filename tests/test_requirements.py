@@ -137,10 +137,11 @@ def test_url_vcs_and_editable_requirements_are_refused_with_the_routes_that_work
     assert "Traceback" not in message + hint and "loosen" not in hint.lower()
 
 
-def test_a_project_wheel_is_resolved_from_the_project_and_locked_by_its_hash(tmp_path, monkeypatch, indexed):
+@pytest.mark.parametrize("resolver", ["pip-tools", "uv"])
+def test_a_project_wheel_is_resolved_from_the_project_and_locked_by_its_hash(tmp_path, indexed, resolver):
     project = cpu_project(tmp_path / "p", "torch\n./wheels/helper-0.3-py3-none-any.whl\n")
     wheel = project_wheel(project / "wheels", "helper", "0.3", "VALUE = 3\n")
-    run_lock(load_bundle(project), cpu=True)
+    run_lock(load_bundle(project), cpu=True, resolver=resolver)
     text = (project / "requirements-rebuild.txt").read_text()
     pins = {pin.name: pin for pin in parse_pins(split_lock(text)[1])}
     digest = __import__("hashlib").sha256(wheel.read_bytes()).hexdigest()

@@ -8,7 +8,14 @@ Prints, measured side by side in one run:
 
 PyTorch's cpu index is unreachable here, so BUNDLER_INDEX_MAP points it at a local
 PEP 503 page linking the real wheel (/opt/wheels); the other packages come from PyPI.
-Usage: python bench/bench_lock.py [--wheel PATH] [--repeat N]
+Then the two resolvers side by side (pip-tools, the default, and `--resolver uv`) on the
+same Targets, cold (empty cache) and warm (`--upgrade` with the cache filled): the CPU
+example, a real CUDA 12.8 lock from PyPI (torch 2.9.1, `--torch-index pypi`) and an
+aarch64 Target (GH200/GB200: torch 2.13.0, PyPI's cu130 aarch64 wheel) locked from this
+x86-64 host; pip-tools reaches aarch64 only in an arm64 container (`--aarch64-image TAG`,
+an emulated engine), so without one its cell says why. The cache size after each lock
+shows what was fetched: metadata and hashes only, never a wheel.
+Usage: python bench/bench_lock.py [--wheel PATH] [--repeat N] [--resolvers-only] [--aarch64-image TAG]
 """
 
 from __future__ import annotations
@@ -68,7 +75,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--wheel", type=Path, default=WHEEL)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--resolvers-only", action="store_true", help="only the pip-tools / uv comparison")
+    parser.add_argument(
+        "--aarch64-image", help="an arm64 image with Python 3.11 for pip-tools' aarch64 lock (emulated; bench/arm64_base.py makes one)"
+    )
     args = parser.parse_args()
+    if args.resolvers_only:
+        resolver_figures(args)
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-lock-"))
     try:
         project = work / "project"
@@ -149,6 +163,62 @@ def main() -> None:
         print(f"  warm run says: {warm_run.stderr.strip().splitlines()[0]}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    resolver_figures(args)
+
+
+RESOLVER_TARGETS = [  # (name, requirements.in, lock flags)
+    ("CPU example, torch 2.13.0+cpu", "torch==2.13.0\n", ["--cpu"]),
+    ("CUDA 12.8 from PyPI, torch 2.9.1", "torch\ntorchvision\n", ["--cuda", "12.8", "--torch", "2.9.1", "--torch-index", "pypi"]),
+    (
+        "aarch64 CUDA 13.0 from PyPI, torch 2.13.0",
+        "torch\ntorchvision\n",
+        ["--cuda", "13.0", "--torch", "2.13.0", "--torch-index", "pypi", "--platform", "linux/aarch64"],
+    ),
+]
+
+
+def resolver_figures(args) -> None:
+    """Both resolvers' lock times, cold and warm, on the same Targets, one table."""
+    work = Path(tempfile.mkdtemp(prefix="bench-resolvers-"))
+    try:
+        torch_root = real_torch_index(work / "torchindex", args.wheel)
+        print("\nResolvers side by side (one cold lock each, warm = median of --upgrade with the cache filled):")
+        print(f"  {'Target':<44}{'resolver':<11}{'cold':>9}{'warm':>9}  cache after cold  pins")
+        for number, (name, requirements, flags) in enumerate(RESOLVER_TARGETS):
+            pins = {}
+            for resolver in ("pip-tools", "uv"):
+                cells = _resolver_cell(work / f"{number}-{resolver}", torch_root, requirements, flags, resolver, args)
+                if isinstance(cells, str):
+                    print(f"  {name:<44}{resolver:<11}{'—':>9}{'—':>9}  {cells}")
+                    continue
+                cold, warm, cache, locked = cells
+                pins[resolver] = locked
+                same = "" if len(pins) < 2 else ("same pins as pip-tools" if pins["uv"] == pins["pip-tools"] else "PINS DIFFER")
+                print(f"  {name:<44}{resolver:<11}{cold:8.2f}s{warm:8.2f}s  {cache / 1e6:8.1f} MB      {len(locked)} {same}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _resolver_cell(folder: Path, torch_root: str, requirements: str, flags: list[str], resolver: str, args):
+    from bundler.lock.lockfile import parse_pins, split_lock
+
+    project = folder / "project"
+    project.mkdir(parents=True)
+    bundle = BUNDLE
+    if resolver == "pip-tools" and "linux/aarch64" in flags:
+        if not args.aarch64_image:
+            return "pip-tools resolves for the host only: an arm64 container is needed (--aarch64-image TAG on an emulated engine)"
+        bundle = bundle.replace('base_image = "python:3.11-slim-bookworm"', f'base_image = "{args.aarch64_image}"')
+    (project / "bundle.toml").write_text(bundle)
+    (project / "requirements.in").write_text(requirements)
+    cache = folder / "cache"
+    env = {**os.environ, "BUNDLER_CACHE_DIR": str(cache), "BUNDLER_INDEX_MAP": f"https://download.pytorch.org/whl={torch_root}"}
+    argv = [sys.executable, "-m", "bundler", "lock", str(project), *flags, "--resolver", resolver]
+    cold, _ = timed(argv, env)
+    cache_bytes = folder_state(cache)[1]
+    warm = median_of(args.repeat, [*argv, "--upgrade"], env)
+    lock = (project / "requirements-rebuild.txt").read_text()
+    return cold, warm, cache_bytes, {p.name: p.version for p in parse_pins(split_lock(lock)[1])}
 
 
 if __name__ == "__main__":

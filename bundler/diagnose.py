@@ -20,13 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.errors import DiagnosticsFailed, ExternalError, UsageError
-from bundler.fsutil import atomic_write_json
+from bundler.errors import DiagnosticsFailed, ExternalError, UsageError, from_os_error
+from bundler.fsutil import atomic_write_bytes, atomic_write_json
 from bundler.image import layout
 from bundler.resources import diagnostics_folder
 from bundler.target.bundle import Bundle
 
 CONTAINER_TIMEOUT_S = 900
+IMAGE_REPORT_HTML = layout.DIAGNOSTICS_REPORT.replace(".json", ".html")  # where run.py writes --report inside the image
 
 Echo = Callable[[str], None]
 
@@ -38,6 +39,7 @@ class DiagnoseResult:
     report_path: Path
     exit_code: int
     notes: list = field(default_factory=list)
+    report_html: Path | None = None
 
     def failure(self) -> DiagnosticsFailed | None:
         if self.exit_code == 0:
@@ -69,7 +71,25 @@ def report_destination(project: Path, now: datetime.datetime | None = None) -> P
     return path
 
 
-def run_local(bundle: Bundle, *, keep_going: bool = False, echo: Echo = sys.stderr.write, python: str | None = None) -> DiagnoseResult:
+def check_report_destination(path: Path) -> Path:
+    """--report FILE.html: a file in a writable folder, checked before minutes are spent in the stages."""
+    path = Path(path).absolute()
+    if path.is_dir():
+        raise UsageError(f"--report {path} is a folder, not a file.", hint="Name the HTML file to write, e.g. runs/diagnostics.html.")
+    try:
+        if not path.parent.is_dir():
+            raise NotADirectoryError(20, "No such folder", str(path.parent))
+        fd, scratch = tempfile.mkstemp(prefix=".bundler-diagnose-", dir=path.parent)
+        os.close(fd)
+        os.unlink(scratch)
+    except OSError as error:
+        raise from_os_error(error, f"--report {path}") from None
+    return path
+
+
+def run_local(
+    bundle: Bundle, *, keep_going: bool = False, echo: Echo = sys.stderr.write, python: str | None = None, report_html: Path | None = None
+) -> DiagnoseResult:
     """Run the folder with this interpreter (or ``python``), streaming its table through ``echo``."""
     run_py = diagnostics_folder(bundle.root) / "run.py"
     with tempfile.TemporaryDirectory(prefix="bundler-diagnose-") as work:
@@ -77,20 +97,32 @@ def run_local(bundle: Bundle, *, keep_going: bool = False, echo: Echo = sys.stde
         command = [python or sys.executable, str(run_py), "--project", str(bundle.root), "--json", str(report_file)]
         if keep_going:
             command.append("--keep-going")
+        if report_html:
+            command += ["--report", str(report_html)]
         try:
             process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
         except OSError as error:
             raise ExternalError(
                 f"cannot start {command[0]}: {error.strerror}.", hint="Pass an interpreter that exists.", path=command[0]
             ) from None
+        refused = []  # run.py's "Error: … Hint: …" lines: relayed as bundler's one paragraph on bad usage
         for line in process.stdout:
-            echo(line)
+            (refused.append if line.startswith("Error: ") else echo)(line)
         code = process.wait()
+        if code == 2 and refused:
+            message, _, hint = refused[-1].strip()[len("Error: ") :].partition(" Hint: ")
+            raise UsageError(message, hint=hint or None)
+        for line in refused:
+            echo(line)
         report = _read_report(report_file.read_bytes() if report_file.is_file() else None, code, str(run_py))
-    return _keep(bundle, "local", report, code)
+    result = _keep(bundle, "local", report, code)
+    result.report_html = report_html
+    return result
 
 
-def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo = sys.stderr.write) -> DiagnoseResult:
+def run_image(
+    bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo = sys.stderr.write, report_html: Path | None = None
+) -> DiagnoseResult:
     """Run the image's own diagnostics folder in a container and copy its report back."""
     import docker
     import docker.errors
@@ -114,6 +146,8 @@ def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo 
     command = [python, f"{diagnostics}/run.py", "--backend", backend, "--json", layout.DIAGNOSTICS_REPORT]
     if keep_going:
         command.append("--keep-going")
+    if report_html:
+        command += ["--report", IMAGE_REPORT_HTML]
     container = client.containers.create(tag, command=command, **options)
     try:
         try:
@@ -128,10 +162,14 @@ def run_image(bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo 
             echo(chunk.decode("utf-8", errors="replace"))
         code = int(container.wait(timeout=CONTAINER_TIMEOUT_S).get("StatusCode", 1))
         report = _read_report(_copy_out(container, layout.DIAGNOSTICS_REPORT), code, f"{tag}:{diagnostics}/run.py")
+        page = _copy_out(container, IMAGE_REPORT_HTML) if report_html else None
     finally:
         container.remove(force=True)
     result = _keep(bundle, "image", report, code)
     result.notes = notes
+    if page is not None:
+        atomic_write_bytes(report_html, page)
+        result.report_html = report_html
     return result
 
 

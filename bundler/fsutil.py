@@ -4,15 +4,19 @@ they are wrong, writes that never leave a half file or a half folder behind."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from bundler.errors import ProjectFileError
+from bundler.errors import FileSystemError, ProjectFileError
+
+MAX_INT = 2**63 - 1  # TOML's integer range
 
 
 def _reject_constant(name: str) -> None:
@@ -52,21 +56,52 @@ def read_toml(path: Path, *, hint: str, parse_float=float) -> dict:
         raise ProjectFileError(f"{path} is not valid TOML: {error}.", hint=hint, path=path) from None
 
 
+def check_table(path: Path, where: str, table: object, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+    """``table`` as a dict holding only ``allowed`` keys and every ``required`` one; ProjectFileError naming the key otherwise."""
+    if not isinstance(table, dict):
+        raise ProjectFileError(
+            f"{path}: {where} must be a table, got {type_name(table)}.", hint="See the comments of a fresh project's file.", path=path
+        )
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise ProjectFileError(
+            f"{path}: unknown key {unknown[0]!r} in {where}.", hint=f"Known keys there: {', '.join(allowed)}.", path=path, value=unknown[0]
+        )
+    missing = [key for key in required if key not in table]
+    if missing:
+        raise ProjectFileError(f"{path}: {where} lacks {missing[0]}.", hint=f"Add {missing[0]} to {where}.", path=path, value=missing[0])
+    return table
+
+
+def type_name(value: object) -> str:
+    """How a parsed value is named in a message: 'the text "5"', 'the number 5', 'a table'."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    if isinstance(value, (int, float)) or type(value).__name__ == "Decimal":
+        return f"the number {value}"
+    return {dict: "a table", list: "a list"}.get(type(value), type(value).__name__)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``.
+
+    A new file gets the permissions the umask allows (0644 under the usual 022), a
+    replaced one keeps its own; a failure names ``path``, not the temporary file.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with naming(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        with naming(path):
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask())
+            os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -82,27 +117,70 @@ def atomic_write_json(path: Path, data: object) -> None:
 
 
 @contextlib.contextmanager
+def naming(path: Path) -> Iterator[None]:
+    """An OSError raised inside names ``path`` (what the user asked for), not a temporary name."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is None or Path(error.filename).name.startswith(f".{Path(path).name}."):
+            raise OSError(error.errno, error.strerror, str(path)) from None
+        raise
+
+
+@contextlib.contextmanager
 def staged_directory(dest: Path) -> Iterator[Path]:
     """Yield an empty staging folder beside ``dest``; it becomes ``dest`` only on success.
 
     ``dest`` must not exist or be an empty folder. On any exception the staging folder
-    is removed and ``dest`` is left exactly as it was.
+    and any parent folder made for it are removed, and ``dest`` is left exactly as it was.
     """
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
+    made = [parent for parent in reversed(dest.parents) if not parent.exists()]
     try:
-        os.chmod(staging, 0o777 & ~_umask())
+        with naming(dest):
+            for parent in made:
+                parent.mkdir()
+            staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
+    except OSError as error:
+        _remove_made(made)
+        if error.errno == errno.ENOENT and dest.parent.is_dir():  # /proc, /sys: the folder exists but takes no new entries
+            raise FileSystemError(
+                f"cannot create {dest}: {dest.parent} does not accept new folders ({error.strerror}).",
+                hint="It is a virtual file system (like /proc or /sys): choose a folder on a disk.",
+                path=dest,
+            ) from None
+        raise
+    try:
+        os.chmod(staging, 0o777 & ~umask())
         yield staging
-        if dest.is_dir():
-            dest.rmdir()  # only an empty folder gets here; rmdir refuses anything else
-        os.replace(staging, dest)
+        with naming(dest):
+            if dest.is_dir():
+                dest.rmdir()  # only an empty folder gets here; rmdir refuses anything else
+            os.replace(staging, dest)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
+        _remove_made(made)
         raise
 
 
-def _umask() -> int:
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder`` even where a copied read-only folder inside it would stop rmtree."""
+
+    def writable_then_retry(function, path, _):
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            function(path)
+
+    shutil.rmtree(folder, **({"onexc": writable_then_retry} if sys.version_info >= (3, 12) else {"onerror": writable_then_retry}))
+
+
+def _remove_made(folders: list[Path]) -> None:
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask

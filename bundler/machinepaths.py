@@ -1,28 +1,40 @@
 """The shapes of a machine-specific path: the one definition bundler has of them.
 
-`bundler paths` scans projects with these patterns (portability/scan.py adds its own
-context rules: a temporary folder counts only where a line writes to it); the lock's
-lint and `bundler runs verify` use ``machine_paths`` on their text, temporary folders
-always included. Patterns work on bytes; each starts with a literal so that the regex
-engine searches it fast.
+A path is machine-specific when it names a user's folder on one machine, looks the home
+folder up, keeps outputs in a temporary folder, or is this project's own absolute
+location. `bundler paths` scans projects with these shapes (portability/ adds the
+context rules: documentation, remote commands, portable tool folders); the lock's lint
+and `bundler runs verify` use ``machine_paths`` on their text. Patterns work on bytes;
+each starts with a literal so that the regex engine searches it fast.
 
-Shapes: home (``/home/u``, ``/Users/u``, ``/root``), tilde (``~/…``), home-var
+Shapes: home (``/home/u``, ``/Users/u``, ``/root``, and a home or users folder under any
+prefix: ``/gpfs/x/home/u``, ``/burg/home/u``, ``/private/home/u``, ``/data/users/u``),
+colab-drive (``/content/drive/MyDrive``), tilde (``~/…``, ``~user/…``), home-var
 (``$HOME``, ``${HOME}``, ``%USERPROFILE%``), home-lookup (``expanduser("~…")``,
-``Path.home()``), windows-user (``C:\\Users\\u`` in every spelling), wsl-user
-(``/mnt/c/Users/u``), temp-dir (``/tmp``, ``/var/tmp``, ``/dev/shm``, macOS's
-``/private/var/folders``) and project-absolute (an absolute path inside the project
-being scanned; only when its root is given).
+``Path.home()``, ``os.environ["HOME"]``, ``os.getenv("HOME")``), windows-user
+(``C:\\Users\\u`` in every spelling), windows-drive (any other ``D:\\…`` path but the
+system's own folders), wsl-user (``/mnt/c/Users/u``), temp-dir (``/tmp``, ``/var/tmp``,
+``/dev/shm``, macOS's ``/private/var/folders``) and project-absolute (an absolute path
+inside the project being scanned; only when its root is given). A folder on another
+machine (``user@host:path``) has the shape remote: found, but never machine-specific here.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-_USER = rb"[A-Za-z0-9_][\w.~-]*"
-_UNIX_TAIL = rb"(?:/[^\s\"'`,;:()<>\[\]{}|*?=\\$]*)?"
+_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?)"  # a name, or a variable holding one
+_PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"
+_UNIX_TAIL = rb"(?:/" + _PATH_CHARS + rb"*)*"
 _WIN_SEP = rb"(?:\\\\|\\|/)"
-_WIN_TAIL = rb"(?:" + _WIN_SEP + rb"[^\s\"'`,;:()<>\[\]{}|*?=$/\\]*)*"
-_PATH_TAIL = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]*"
+_WIN_NAME = rb"[^\s\"'`,;:()<>\[\]{}|*?=$/\\]"
+_WIN_TAIL = rb"(?:" + _WIN_SEP + _WIN_NAME + rb"*)*"
+_VAR_TAIL = rb"(?:/" + _PATH_CHARS + rb"*|\\[^\s\"'`,;:()<>\[\]{}|*?=$]*)?"
+_HOME_KEY = rb"(?P<q>[\"'])(?:HOME|USERPROFILE)(?P=q)"
+
+# The system's own folders on Windows: the same on every machine, never a finding.
+WINDOWS_SYSTEM = re.compile(r"(?i)^[a-z]:[\\/]+(?:program files(?: \(x86\))?|programdata|windows)(?:[\\/]|$)")
 
 
 def shape_patterns(root_literals: list[bytes]) -> list[tuple[str, re.Pattern[bytes]]]:
@@ -38,15 +50,16 @@ def shape_patterns(root_literals: list[bytes]) -> list[tuple[str, re.Pattern[byt
         parts.append(rb"(?P<project>(?:" + roots + rb")(?![\w.-])" + _UNIX_TAIL + rb")")
     parts += [
         rb"(?P<wsl>/mnt/[A-Za-z]/[Uu]sers/" + _USER + _UNIX_TAIL + rb")",
-        rb"(?P<home>(?:/home/" + _USER + rb"|/Users/" + _USER + rb"|/root(?![\w.-]))" + _UNIX_TAIL + rb")",
-        rb"(?P<windows>[A-Za-z]:" + _WIN_SEP + rb"[Uu][Ss][Ee][Rr][Ss]" + _WIN_SEP + _USER + _WIN_TAIL + rb")",
-        rb"(?P<temp>(?:/private/var/folders|/var/folders|/private/tmp|/var/tmp|/tmp|/dev/shm)(?![\w.-])" + _UNIX_TAIL + rb")",
-        rb"(?P<lookup>expanduser\(\s*[rRuU]?(?P<q>[\"'])~[^\"'\n]*(?P=q)\s*\)|Path\.home\(\))",
-        rb"(?P<tilde>~(?:" + _USER + rb")?/" + _PATH_TAIL + rb")",
-        rb"(?P<homevar>\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b)"
-        + rb"(?:/"
-        + _PATH_TAIL
-        + rb"|\\[^\s\"'`,;:()<>\[\]{}|*?=$]*)?",
+        rb"(?P<drive>/content/g?drive/My ?Drive(?![\w.-])" + _UNIX_TAIL + rb")",
+        rb"(?P<home>/(?:home|[Uu]sers)/" + _USER + _UNIX_TAIL + rb"|/root(?![\w.-])" + _UNIX_TAIL + rb")",
+        rb"(?P<windows>[A-Za-z]:" + _WIN_SEP + _WIN_NAME + rb"+" + _WIN_TAIL + rb")",
+        rb"(?P<temp>/(?:private/var/folders|var/folders|private/tmp|var/tmp|tmp|dev/shm)(?![\w.-])" + _UNIX_TAIL + rb")",
+        rb"(?P<lookup>expanduser\(\s*[rRuU]?(?P<q1>[\"'])~[^\"'\n]*(?P=q1)\s*\)|home\(\)"
+        rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
+        rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
+        rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
+        rb"(?P<remote>[\w.-]+@[\w-]+(?:\.[\w-]+)*:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",
+        rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
     ]
     patterns = []
     for part in parts:
@@ -60,55 +73,149 @@ def word_byte(byte: int) -> bool:
 
 
 _PATH_NOT_AFTER = frozenset(b"./~\\$%-")
+_TILDE_AFTER = frozenset(b"\"' \t\r\n=,[({:`>")
+_ANSI_END = re.compile(rb"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;]*m$")
 
 
 def preceded_ok(group: str, data: bytes, start: int) -> bool:
+    """What may come right before a path of ``group``: never a word (but a terminal colour code)."""
     if start == 0:
         return True
     before = data[start - 1]
-    if group in ("project", "wsl", "home", "temp"):
+    if group in ("project", "wsl", "home", "temp", "drive"):
+        if before == 0x6D and _ANSI_END.search(data, max(0, start - 16), start):  # "\u001b[0;32m/home/…" in outputs
+            return True
+        if 0x30 <= before <= 0x39:  # a number glued before the path ("2/home/u"), not a folder ("exp2/home/u")
+            digits = start - 1
+            while digits > 0 and 0x30 <= data[digits - 1] <= 0x39:
+                digits -= 1
+            return digits == 0 or not (word_byte(data[digits - 1]) or data[digits - 1] in _PATH_NOT_AFTER)
         return not word_byte(before) and before not in _PATH_NOT_AFTER
     if group == "windows":
-        return not word_byte(before)
+        return not word_byte(before) and before not in b"/\\:-.%$"
     if group == "tilde":
-        return before in b"\"' \t\r\n=,["
+        return before in _TILDE_AFTER
+    if group == "remote":
+        return not word_byte(before) and before not in b".-@"
     return True
 
 
 GROUP_SHAPES = {
     "project": "project-absolute",
     "wsl": "wsl-user",
+    "drive": "colab-drive",
     "home": "home",
     "windows": "windows-user",
     "temp": "temp-dir",
     "lookup": "home-lookup",
     "tilde": "tilde",
     "homevar": "home-var",
+    "remote": "remote",
 }
 
 
 _URL_SCHEME = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://")
+_WORD_STOP = frozenset(b" \t\"'`(<[=,")
 
 
 def inside_url(data: bytes, line_start: int, start: int) -> bool:
     """True when the hit is part of a ``scheme://`` word (a URL, not a path)."""
     word_start = start
-    while word_start > line_start and data[word_start - 1 : word_start] not in b" \t\"'`(<[=,":
+    while word_start > line_start and data[word_start - 1] not in _WORD_STOP:
         word_start -= 1
     return _URL_SCHEME.search(data, word_start, start + 1) is not None
+
+
+def _segment_byte(byte: int) -> bool:
+    return word_byte(byte) or byte in b".-+@"
+
+
+def path_start(data: bytes, line_start: int, start: int) -> int | None:
+    """Where the absolute path holding a home or users folder at ``start`` begins.
+
+    ``/gpfs/x/home/u`` begins at ``/gpfs``; a number glued before it (``2/home/u``) is
+    not part of it. None when the folder sits in a relative path (``data/home/u``) or
+    after a variable (``$ROOT/home/u``): neither is a user's folder on a machine.
+    """
+    begin = start
+    while begin > line_start and _segment_byte(data[begin - 1]):
+        if _ANSI_END.search(data, max(line_start, begin - 16), begin):
+            return begin
+        segment_start = begin - 1
+        while segment_start > line_start and _segment_byte(data[segment_start - 1]):
+            segment_start -= 1
+        if segment_start > line_start and data[segment_start - 1] == 0x2F:
+            if not word_byte(data[segment_start]):
+                return None  # "/-/media/…/home/x": a web path, not a folder on a machine
+            begin = segment_start - 1  # a prefix folder: /gpfs/…, /burg/…, /private/…
+            continue
+        return begin if data[segment_start:begin].isdigit() else None
+    return begin
+
+
+@dataclass(frozen=True)
+class Hit:
+    group: str
+    start: int
+    end: int
+
+    text: str = ""
+
+    @property
+    def shape(self) -> str:
+        if self.group == "windows" and not _WINDOWS_USERS.match(self.text):
+            return "windows-drive"
+        return GROUP_SHAPES[self.group]
+
+
+_WINDOWS_USERS = re.compile(r"(?i)^[a-z]:[\\/]+users(?:[\\/]|$)")
+
+
+def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit]:
+    """Non-overlapping hits in one line: leftmost first, then by priority; URLs left out."""
+    candidates = []
+    for priority, (group, pattern) in enumerate(patterns):
+        for match in pattern.finditer(data, line_start, line_end):
+            start, end = match.span()
+            if group == "home":
+                start = path_start(data, line_start, start)
+                if start is None:
+                    continue
+            if not preceded_ok(group, data, start):
+                continue
+            if group == "windows" and WINDOWS_SYSTEM.match(data[start:line_end].decode("latin-1")):
+                continue
+            if group == "lookup":  # take in the receiver: os.path.expanduser, pathlib.Path.home, os.environ
+                while start > line_start and (word_byte(data[start - 1]) or data[start - 1] == 0x2E):
+                    start -= 1
+                if data[start:end].endswith(b"home()") and not data[start:end].endswith(b"Path.home()"):
+                    continue  # some other object's home() method
+            if inside_url(data, line_start, start):
+                continue
+            if group == "remote" and data[start:end].rstrip(b"/").endswith(b".git"):
+                continue  # a repository to clone, not a folder
+            candidates.append((start, priority, end, group))
+    chosen, taken_to = [], line_start
+    for start, _, end, group in sorted(candidates):
+        if start >= taken_to:
+            chosen.append(Hit(group, start, end, data[start:end].decode("utf-8", errors="replace")))
+            taken_to = end
+    return chosen
 
 
 _PATTERNS = shape_patterns([])
 
 
 def machine_paths(text: str) -> list[tuple[str, str]]:
-    """(shape, path) of every machine-specific path in ``text``, URLs left out."""
+    """(shape, path) of every machine-specific path in ``text``; URLs and other machines' paths left out."""
     data = text.encode("utf-8", errors="replace")
     found = []
-    for group, pattern in _PATTERNS:
-        for match in pattern.finditer(data):
-            start = match.start()
-            line_start = data.rfind(b"\n", 0, start) + 1
-            if preceded_ok(group, data, start) and not inside_url(data, line_start, start):
-                found.append((GROUP_SHAPES[group], match.group(0).decode("utf-8", errors="replace")))
+    line_start = 0
+    while line_start <= len(data):
+        line_end = data.find(b"\n", line_start)
+        line_end = len(data) if line_end == -1 else line_end
+        for hit in line_hits(_PATTERNS, data, line_start, line_end):
+            if hit.group != "remote":
+                found.append((hit.shape, hit.text))
+        line_start = line_end + 1
     return found

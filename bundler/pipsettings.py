@@ -121,3 +121,27 @@ def open_url(url: str, settings: PipSettings, *, method: str = "GET", headers: d
     opener = urllib.request.build_opener(*handlers)
     wait = timeout if timeout is not None else float(os.environ.get("BUNDLER_PROBE_TIMEOUT", "15"))
     return opener.open(urllib.request.Request(url, method=method, headers=headers or {}), timeout=wait)
+
+
+def reachable_url(public: str, pairs: list[tuple[str, str]], settings: PipSettings, pypi_index: str = "https://pypi.org/simple") -> str:
+    """Where this host reads the index ``public``: BUNDLER_INDEX_MAP, else pip's PyPI mirror for PyPI."""
+    url = resolution_url(public, pairs)
+    if url == public and public.rstrip("/") == pypi_index.rstrip("/") and settings.index_mirror:
+        return settings.index_mirror
+    return url
+
+
+CONTAINER_CERT = "/etc/bundler/ca.pem"
+_FORWARDED = ("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
+
+
+def container_pip(settings: PipSettings, cache: str) -> tuple[dict[str, str], dict[str, dict]]:
+    """(environment, volumes) for pip in a container to reach indexes as this host does:
+    the host's CA bundle mounted read-only, the proxy and pip's network settings forwarded."""
+    volumes, cert = {}, None
+    if settings.cert and Path(settings.cert).is_file():
+        volumes[str(Path(settings.cert).resolve())] = {"bind": CONTAINER_CERT, "mode": "ro"}
+        cert = CONTAINER_CERT
+    env = {key: value for key, value in pip_environment(settings, cache, cert).items() if key.startswith(_FORWARDED)}
+    env.update({"HOME": "/tmp", "PYTHONUTF8": "1"})
+    return env, volumes

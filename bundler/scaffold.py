@@ -1,4 +1,13 @@
-"""`bundler new`: render the template into a portable pilot project, all or nothing."""
+"""`bundler new`: render the template into a portable pilot project, all or nothing.
+
+Every answer is validated before anything is written (the Target against the
+compatibility table, names against their shapes). Answers reach the rendered files as
+values, never as template text: cookiecutter's file generator gets them as its context
+(they are not rendered themselves), and bundle.toml takes each one through the TOML
+serializer (the template's ``toml`` filter; README's title is Markdown-escaped), so a quote or a newline in a name cannot
+change what the file means. The render happens in a private temporary folder, so that
+no path chosen by the user is ever read as template text.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +15,17 @@ import json
 import keyword
 import re
 import shutil
+import sys
+import tempfile
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from jinja2.ext import Extension
+
 from bundler import __version__
-from bundler.errors import ExistsError, UsageError
+from bundler.errors import ExistsError, FileSystemError, UsageError
 from bundler.fsutil import atomic_write_json, staged_directory
 from bundler.resources import resource_path
 from bundler.target.bundle import BACKENDS, Target, validate_target
@@ -19,6 +33,16 @@ from bundler.target.table_file import load_table
 
 ANSWERS_FILE = ".bundler-answers.json"
 CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+# An image reference as Docker reads it: [host[:port]/]name[/name...][:tag][@sha256:digest]
+IMAGE_RE = re.compile(
+    r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::\d+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+)
+MAX_SIZE_BUDGET_MB = 1_000_000  # a terabyte: beyond it a number is a typo, not an image size
+LATIN = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE", "đ": "d", "ł": "l", "Ł": "L", "þ": "th"})
+SHADOWED = {"torch", "numpy", "bundler"}  # with the standard library: names a package in src/ must not hide
 
 
 @dataclass(frozen=True)
@@ -28,15 +52,29 @@ class Scaffolded:
     files: int
 
 
+class SerializerExtension(Extension):
+    """The template's filters for free text: ``toml`` (a TOML literal, by tomlkit, never pasted
+    between quotes) and ``markdown`` (every character Markdown would read as syntax escaped)."""
+
+    def __init__(self, environment) -> None:
+        super().__init__(environment)
+        import tomlkit
+
+        environment.filters["toml"] = lambda value: tomlkit.item(value).as_string()
+        environment.filters["markdown"] = lambda text: re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~])", r"\\\1", str(text))
+
+
+def template_context() -> dict:
+    return json.loads((resource_path("template") / "cookiecutter.json").read_text(encoding="utf-8"))
+
+
 def template_defaults() -> dict:
     """The template's variables and defaults (private `_` keys left out)."""
-    context = json.loads((resource_path("template") / "cookiecutter.json").read_text(encoding="utf-8"))
-    return {key: value for key, value in context.items() if not key.startswith("_")}
+    return {key: value for key, value in template_context().items() if not key.startswith("_")}
 
 
 def template_version() -> str:
-    context = json.loads((resource_path("template") / "cookiecutter.json").read_text(encoding="utf-8"))
-    return str(context["_template_version"])
+    return str(template_context()["_template_version"])
 
 
 def build_answers(dest: Path, *, name: str | None, backend: str | None, settings: dict[str, str]) -> dict:
@@ -50,12 +88,14 @@ def build_answers(dest: Path, *, name: str | None, backend: str | None, settings
             value=unknown[0],
         )
     answers = {key: (value[0] if isinstance(value, list) else value) for key, value in defaults.items()}
-    answers["project_name"] = name or settings.get("project_name") or _title(dest.name)
-    answers["project_slug"] = _slug(dest.name)
-    answers["package_name"] = _package(answers["project_name"])
+    answers["project_name"] = name or settings.get("project_name") or _title(Path(dest).name)
+    if "project_slug" not in settings:
+        answers["project_slug"] = _derived(Path(dest).name, "-", "the folder name", "project_slug", "my-pilot")
+    if "package_name" not in settings:
+        answers["package_name"] = _derived(answers["project_name"], "_", "the project name", "package_name", "my_pilot")
     if backend:
         answers["backend"] = backend
-    answers.update(settings)
+    answers.update({key: value for key, value in settings.items() if key not in ("project_name",)})
     table = load_table()
     if "accelerator" not in settings and answers["backend"] in BACKENDS and answers["torch_version"] in table.releases:
         answers["accelerator"] = table.default_accelerator(answers["torch_version"], answers["backend"])
@@ -67,14 +107,7 @@ def build_answers(dest: Path, *, name: str | None, backend: str | None, settings
 
 
 def validate_answers(answers: dict) -> None:
-    package = answers["package_name"]
-    if not package.isidentifier() or keyword.iskeyword(package) or not package.isascii():
-        raise UsageError(
-            f"package name {package!r} is not a valid Python import name.",
-            hint="Use lowercase letters, digits and underscores, not starting with a digit and not a Python keyword (e.g. --set "
-            "package_name=doc_pilot).",
-            value=package,
-        )
+    _validate_names(answers)
     target = Target(
         backend=answers["backend"],
         accelerator=answers["accelerator"],
@@ -82,13 +115,43 @@ def validate_answers(answers: dict) -> None:
         python=answers["python_version"],
     )
     load_table().build_for(validate_target(target))  # a combination PyTorch ships, or TargetError naming those that exist
-    if not str(answers["size_budget_mb"]).isdigit() or int(answers["size_budget_mb"]) <= 0:
+    budget = str(answers["size_budget_mb"])
+    if not (budget.isascii() and budget.isdigit()) or not 0 < int(budget) <= MAX_SIZE_BUDGET_MB:
         raise UsageError(
-            f"size_budget_mb {answers['size_budget_mb']!r} is not a positive number of megabytes.",
+            f"size_budget_mb {budget!r} is not a number of megabytes from 1 to {MAX_SIZE_BUDGET_MB}.",
             hint="--set size_budget_mb=3000",
-            value=answers["size_budget_mb"],
+            value=budget,
+        )
+    if not IMAGE_RE.match(answers["base_image"]) or len(answers["base_image"]) > 255:
+        raise UsageError(
+            f"base_image {answers['base_image']!r} is not an image reference.",
+            hint="Write it as Docker does: [registry/]name[:tag][@sha256:digest], e.g. --set base_image=python:3.11-slim-bookworm.",
+            value=answers["base_image"],
         )
     _validate_categories(answers["categories"])
+
+
+def _validate_names(answers: dict) -> None:
+    name, slug, package = answers["project_name"], answers["project_slug"], answers["package_name"]
+    if not name.strip() or len(name) > 100 or not name.isprintable():
+        raise UsageError(
+            f"project name {name!r} is not a single printable line of at most 100 characters.",
+            hint='Give a short human name, e.g. --name "Invoice pilot".',
+            value=name,
+        )
+    if not SLUG_RE.match(slug):
+        raise UsageError(
+            f"project slug {slug!r} is not lowercase letters, digits and '-' (at most 63, not starting with '-').",
+            hint="It names the image archive and the folder; e.g. --set project_slug=invoice-pilot.",
+            value=slug,
+        )
+    if not (package.isascii() and package.isidentifier()) or keyword.iskeyword(package) or package in _shadowed():
+        raise UsageError(
+            f"package name {package!r} is not a valid Python import name of its own.",
+            hint="Use lowercase letters, digits and underscores, not starting with a digit, not a Python keyword and not the "
+            "name of a module the pilot imports (e.g. --set package_name=doc_pilot).",
+            value=package,
+        )
 
 
 def _validate_categories(value: str) -> None:
@@ -113,32 +176,47 @@ def _validate_categories(value: str) -> None:
 def scaffold(dest: Path, answers: dict) -> Scaffolded:
     """Render into a staging folder beside DEST; DEST appears only when everything worked."""
     dest = Path(dest).absolute()
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+    check_destination(dest)
+    from cookiecutter.generate import generate_files
+
+    private = {key: value for key, value in template_context().items() if key.startswith("_")}
+    with staged_directory(dest) as staging, tempfile.TemporaryDirectory(prefix="bundler-render-") as render_dir:
+        if re.search(r"[{}%#]", render_dir):
+            raise UsageError(f"the temporary folder {render_dir} holds template syntax.", hint="Set TMPDIR to a plain folder.")
+        rendered = generate_files(
+            str(resource_path("template")), context={"cookiecutter": {**answers, **private}}, output_dir=render_dir, accept_hooks=False
+        )
+        for child in Path(rendered).iterdir():
+            shutil.move(str(child), staging / child.name)
+        shutil.copytree(resource_path("diagnostics"), staging / "diagnostics", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        atomic_write_json(staging / ANSWERS_FILE, _answers_record(answers))
+    files = sum(1 for p in dest.rglob("*") if p.is_file())
+    return Scaffolded(dest=dest, answers=answers, files=files)
+
+
+def check_destination(dest: Path) -> None:
+    """DEST must be a new folder, or an empty one, below folders (not files)."""
+    if dest.is_symlink():
+        raise ExistsError(
+            f"{dest} is a symbolic link (to {dest.readlink()}); bundler new never writes through one.",
+            hint="Name a new folder, or remove the link yourself first.",
+            path=dest,
+        )
+    if dest.exists() and not dest.is_dir():
+        raise ExistsError(f"{dest} is a file; bundler new creates a folder.", hint="Name a new folder instead.", path=dest)
+    if dest.is_dir() and any(dest.iterdir()):
         raise ExistsError(
             f"{dest} already exists and is not empty; bundler new never writes into an existing project.",
             hint="Choose a new folder name, or empty that folder yourself first.",
             path=dest,
         )
-    from cookiecutter.main import cookiecutter
-
-    with staged_directory(dest) as staging:
-        render_dir = staging / ".render"
-        rendered = Path(
-            cookiecutter(
-                str(resource_path("template")),
-                no_input=True,
-                extra_context=answers,
-                output_dir=str(render_dir),
-                accept_hooks=False,
-            )
+    above = next((parent for parent in dest.parents if parent.exists()), None)
+    if above is not None and not above.is_dir():
+        raise FileSystemError(
+            f"cannot create {dest}: {above} is a file, not a folder.",
+            hint="Choose a path whose parents are folders.",
+            path=above,
         )
-        for child in rendered.iterdir():
-            shutil.move(str(child), staging / child.name)
-        shutil.rmtree(render_dir)
-        shutil.copytree(resource_path("diagnostics"), staging / "diagnostics", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        atomic_write_json(staging / ANSWERS_FILE, _answers_record(answers))
-    files = sum(1 for p in dest.rglob("*") if p.is_file())
-    return Scaffolded(dest=dest, answers=answers, files=files)
 
 
 def _answers_record(answers: dict) -> dict:
@@ -154,10 +232,21 @@ def _title(folder: str) -> str:
     return re.sub(r"[-_]+", " ", folder).strip().title() or "Pilot"
 
 
-def _slug(folder: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", folder.lower()).strip("-") or "pilot"
+def _derived(text: str, separator: str, source: str, key: str, example: str) -> str:
+    """A slug or an import name from ``text``; accents are dropped, letters without an ASCII form refused."""
+    decomposed = unicodedata.normalize("NFKD", text.translate(LATIN))
+    lost = sorted({c for c in decomposed if not c.isascii() and unicodedata.category(c)[0] in "LN"})
+    if lost:
+        raise UsageError(
+            f"{source} {text!r} holds letters without an ASCII form ({''.join(lost)}), so no {key} can be derived from it.",
+            hint=f"Choose it yourself: --set {key}={example}.",
+            value=text,
+        )
+    derived = re.sub(r"[^a-z0-9]+", separator, decomposed.encode("ascii", "ignore").decode().lower()).strip(separator)
+    if separator == "_" and derived[:1].isdigit():
+        derived = f"p_{derived}"
+    return derived or "pilot"
 
 
-def _package(project_name: str) -> str:
-    package = re.sub(r"[^a-z0-9]+", "_", project_name.lower()).strip("_")
-    return f"p_{package}" if package[:1].isdigit() else package or "pilot"
+def _shadowed() -> set[str]:
+    return SHADOWED | set(getattr(sys, "stdlib_module_names", ()))

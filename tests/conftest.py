@@ -102,17 +102,18 @@ def indexed(fake_index, monkeypatch):
     return fake_index
 
 
-CPU_TORCH = "torch==2.13.0"
+CPU_TORCH = "torch==2.13.0+cpu"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 @pytest.fixture(scope="session")
 def cpu_torch_wheel(tmp_path_factory) -> Path:
     """The real CPU build of torch 2.13.0 for this interpreter, fetched as the project's set-up fetches it.
 
-    `pip install -e '.[test]'` installs this build with the host's pip configuration, so
-    the same configuration downloads the same file here. PyPI's own torch for Linux is a
-    CUDA build of several GB: where no CPU build is offered (no PyTorch index reachable,
-    no local copy), the tests that need it cannot run, and say so.
+    README's commands install this build from PyTorch's CPU index (or a local copy the
+    host's pip configuration names), so the same request downloads the same file here.
+    PyPI's own torch for Linux is a CUDA build of several GB: where no CPU build is
+    offered, the tests that need it cannot run, and say so.
     """
     import subprocess
     import sys
@@ -122,6 +123,7 @@ def cpu_torch_wheel(tmp_path_factory) -> Path:
     found = sorted(folder.glob("torch-2.13.0+cpu-*.whl"))
     if not found:
         argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", str(folder), CPU_TORCH]
+        argv += ["--extra-index-url", CPU_INDEX]
         completed = subprocess.run(argv, capture_output=True, text=True, timeout=900)
         found = sorted(folder.glob("torch-2.13.0+cpu-*.whl"))
         if not found:

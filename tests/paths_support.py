@@ -29,7 +29,7 @@ LAPTOP_REPO = {
         "\n"  # 4
         'DATA = "/home/alice/datasets/train.csv"\n'  # 5 home
         'CKPT = os.path.expanduser("~/checkpoints")\n'  # 6 home-lookup
-        'CACHE = Path.home() / ".cache"\n'  # 7 home-lookup
+        'CACHE = Path.home() / ".cache"\n'  # 7 home-lookup of a portable tool folder: information
         'MODEL = "C:\\\\Users\\\\bob\\\\models\\\\m.pt"\n'  # 8 windows-user
         'URL = "https://example.com/home/alice/data.csv"\n'  # 9 decoy: URL
         'HOMEWORK = "/homework/notes.txt"\n'  # 10 decoy: /homework
@@ -51,10 +51,10 @@ LAPTOP_REPO = {
     "runs/.gitkeep": "",
 }
 
+INFORMATION = {("src/app/train.py", 7, "home-lookup")}
 EXPECTED = {
     ("src/app/train.py", 5, "home"),
     ("src/app/train.py", 6, "home-lookup"),
-    ("src/app/train.py", 7, "home-lookup"),
     ("src/app/train.py", 8, "windows-user"),
     ("src/app/train.py", 12, "temp-dir"),
     ("src/app/train.py", 14, "wsl-user"),

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from tests.conftest import run_pilot, scaffold_project
 
+FAULTS = Path(__file__).with_name("pilot_faults.py")
+
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -26,13 +28,13 @@ def new_project(base: Path, name: str = "example") -> Path:
 
 
 def pilot(project: Path, *args: str, fault: str | None = None):
-    """The real pilot in a subprocess; ``fault`` sets the test-only PILOT_FAULT hook."""
+    """The real pilot in a subprocess; ``fault`` runs it through tests/pilot_faults.py (test-only)."""
     if fault is None:
         return run_pilot(project, *args)
     return subprocess.run(
-        [sys.executable, "-m", "example.pilot", "--config", "config/pilot.json", *args],
+        [sys.executable, str(FAULTS), fault, "example", "--config", "config/pilot.json", *args],
         cwd=project,
-        env={**os.environ, "PYTHONPATH": str(project / "src"), "PILOT_FAULT": fault},
+        env={**os.environ, "PYTHONPATH": str(project / "src")},
         capture_output=True,
         text=True,
         timeout=600,

@@ -12,23 +12,24 @@ from bundler.target.table import CompatTable
 from bundler.target.table_file import ARCH_RE, load_table, load_table_from, shipped_table_path
 from bundler.target.versions import build_name
 
-# pytorch-builds.md, "Which backends each torch release ships": minor -> (CUDA, ROCm, PyPI CUDA)
-REFERENCE = {
-    "2.1": (["11.8", "12.1"], ["5.5", "5.6"], None),
-    "2.2": (["11.8", "12.1"], ["5.6", "5.7"], None),
-    "2.3": (["11.8", "12.1"], ["5.7", "6.0"], None),
-    "2.4": (["11.8", "12.1", "12.4"], ["6.0", "6.1"], None),
-    "2.5": (["11.8", "12.1", "12.4"], ["6.1", "6.2"], None),
-    "2.6": (["11.8", "12.4", "12.6"], ["6.1", "6.2.4"], "12.4"),
-    "2.7": (["11.8", "12.6", "12.8"], ["6.2.4", "6.3"], "12.6"),
-    "2.8": (["12.6", "12.8", "12.9"], ["6.3", "6.4"], "12.8"),
-    "2.9": (["12.6", "12.8", "13.0"], ["6.3", "6.4"], "12.8"),
-    "2.10": (["12.6", "12.8", "13.0"], ["7.0", "7.1"], "12.8"),
-    "2.11": (["12.6", "12.8", "13.0"], ["7.1", "7.2"], "13.0"),
-    "2.12": (["12.6", "13.0", "13.2"], ["7.1", "7.2"], "13.0"),
-    "2.13": (["12.6", "13.0", "13.2"], ["7.1", "7.2"], "13.0"),
+# pytorch/test-infra's release build matrix at each release's go-live commit: minor -> (CUDA, ROCm, aarch64 CUDA)
+BUILD_MATRIX = {
+    "2.1": (["11.8", "12.1"], ["5.5", "5.6"], []),
+    "2.2": (["11.8", "12.1"], ["5.6", "5.7"], []),
+    "2.3": (["11.8", "12.1"], ["5.7", "6.0"], []),
+    "2.4": (["11.8", "12.1", "12.4"], ["6.0", "6.1"], []),
+    "2.5": (["11.8", "12.1", "12.4"], ["6.1", "6.2"], []),
+    "2.6": (["11.8", "12.4", "12.6"], ["6.1", "6.2.4"], []),
+    "2.7": (["11.8", "12.6", "12.8"], ["6.2.4", "6.3"], ["12.8"]),
+    "2.8": (["12.6", "12.8", "12.9"], ["6.3", "6.4"], ["12.9"]),
+    "2.9": (["12.6", "12.8", "13.0"], ["6.3", "6.4"], ["12.6", "12.8", "13.0"]),
+    "2.10": (["12.6", "12.8", "13.0"], ["7.0", "7.1"], ["12.6", "12.8", "13.0"]),
+    "2.11": (["12.6", "12.8", "13.0"], ["7.1", "7.2"], ["12.6", "12.8", "13.0"]),
+    "2.12": (["12.6", "13.0", "13.2"], ["7.1", "7.2"], ["12.6", "13.0", "13.2"]),
+    "2.13": (["12.6", "13.0", "13.2"], ["7.1", "7.2"], ["12.6", "13.0", "13.2"]),
+    "2.14": (["12.6", "13.0", "13.2", "13.4"], ["7.2", "7.14"], ["12.6", "13.0", "13.2", "13.4"]),
 }
-DRIVERS = {  # CUDA -> (full toolkit, minor-version compatibility)
+DRIVERS = {  # CUDA -> (full toolkit, minor-version compatibility), NVIDIA's release notes and compatibility guide
     "11.8": ("520.61.05", "450.80.02"),
     "12.1": ("530.30.02", "525.60.13"),
     "12.4": ("550.54.14", "525.60.13"),
@@ -36,6 +37,7 @@ DRIVERS = {  # CUDA -> (full toolkit, minor-version compatibility)
     "12.8": ("570.26", "525.60.13"),
     "12.9": ("575.51.03", "525.60.13"),
     "13.0": ("580.65.06", "580"),
+    "13.2": ("595.45.04", "580"),
 }
 INDEX_TAGS = {
     "cu118",
@@ -46,6 +48,7 @@ INDEX_TAGS = {
     "cu129",
     "cu130",
     "cu132",
+    "cu134",
     "rocm6.1",
     "rocm6.2",
     "rocm6.2.4",
@@ -54,6 +57,7 @@ INDEX_TAGS = {
     "rocm7.0",
     "rocm7.1",
     "rocm7.2",
+    "rocm7.14",
     "cpu",
 }
 
@@ -63,38 +67,54 @@ def table() -> CompatTable:
     return load_table_from(shipped_table_path())
 
 
-def test_every_row_is_well_formed(table):
-    assert len(table.releases) >= 20
+def test_every_row_is_well_formed_and_says_where_its_facts_come_from(table):
+    assert len(table.releases) >= 26
     for version, release in table.releases.items():
         major, minor, patch = version.split(".")
-        assert release.torchvision == f"0.{int(minor) + 15}.{patch}", version
-        assert release.torchaudio == version
+        if (int(major), int(minor)) <= (2, 10):  # torchaudio followed torch's version up to 2.10 only
+            assert release.torchaudio == version
         assert release.python and all(re.match(r"^3\.\d+$", p) for p in release.python)
-        for tag, arch in release.arch.items():
-            assert tag in release.build_tags() and all(ARCH_RE.match(a) for a in arch)
-        for cuda in release.cuda:
+        for key, arch in release.arch.items():
+            assert key in release.arch_keys() and all(ARCH_RE.match(a) for a in arch)
+        for cuda in release.cuda + release.cuda_aarch64:
             assert cuda in table.cuda
         for rocm in release.rocm:
             assert rocm in table.rocm
+        assert release.sources, f"torch {version} names no source"
+        assert release.confirmed or not release.sources
+    for info in list(table.cuda.values()) + list(table.rocm.values()):
+        assert info.sources and (info.confirmed or "image-tags" in info.sources or "nvidia-compat" in info.sources), info
     for info in table.cuda.values():
         assert info.devel_base.startswith("nvidia/cuda:") and "-devel-ubuntu" in info.devel_base
     for info in table.rocm.values():
         assert info.devel_base.startswith("rocm/dev-ubuntu-22.04:") and info.devel_base.endswith("-complete")
 
 
-@pytest.mark.parametrize("minor", sorted(REFERENCE, key=lambda v: tuple(map(int, v.split(".")))))
-def test_rows_reproduce_the_reference_table(table, minor):
-    cuda, rocm, pypi = REFERENCE[minor]
+@pytest.mark.parametrize("minor", sorted(BUILD_MATRIX, key=lambda v: tuple(map(int, v.split(".")))))
+def test_rows_reproduce_the_release_build_matrix(table, minor):
+    cuda, rocm, aarch64 = BUILD_MATRIX[minor]
     patches = [v for v in table.torch_versions() if v.startswith(minor + ".")]
     assert patches, f"no torch {minor}.x row"
     for version in patches:
         release = table.releases[version]
-        assert list(release.cuda) == cuda
-        assert set(release.rocm) <= set(rocm) and release.rocm
-        assert release.cpu
-        if pypi:
-            assert release.pypi_cuda == pypi
-        assert set(release.build_tags()) <= INDEX_TAGS | {"rocm5.5", "rocm5.6", "rocm5.7", "rocm6.0"}
+        assert (list(release.cuda), list(release.rocm), list(release.cuda_aarch64)) == (cuda, rocm, aarch64)
+        assert release.cpu and set(release.build_tags()) <= INDEX_TAGS | {"rocm5.5", "rocm5.6", "rocm5.7", "rocm6.0"}
+
+
+def test_the_wrong_entries_of_the_review_are_corrected(table):
+    assert table.cuda["13.2"].driver_toolkit == "595.45.04"
+    assert table.releases["2.12.0"].torchaudio == "2.11.0" and table.releases["2.13.0"].torchaudio == ""
+    assert table.releases["2.14.0"].rocm == ("7.2", "7.14") and "13.4" in table.releases["2.14.1"].cuda
+    assert {"2.12.1", "2.15.0"} <= set(table.releases)
+    assert table.releases["2.15.0"].python[0] == "3.11" and "3.10" not in table.releases["2.15.0"].python
+    assert [table.releases[v].triton for v in ("2.11.0", "2.12.0", "2.12.1", "2.13.0", "2.14.1")] == [
+        "3.6.0",
+        "3.7.0",
+        "3.7.1",
+        "3.7.1",
+        "~=3.8.0",
+    ]
+    assert table.releases["2.14.0"].arch["rocm7.14"] and table.releases["2.9.1"].arch["cu126-aarch64"] == ("sm_80", "sm_90")
 
 
 def test_known_patch_releases_and_the_cpu_build_on_disk(table):

@@ -122,10 +122,12 @@ def test_bundler_diagnose_local_returns_the_stage_exit_code_and_keeps_the_report
     from bundler.cli import app
 
     project = cpu_project(tmp_path / "project", backend="cuda", accelerator="12.8")
-    result = CliRunner().invoke(app, ["diagnose", "--local", "--project", str(project), "--json"])
+    page = tmp_path / "diagnostics.html"
+    result = CliRunner().invoke(app, ["diagnose", "--local", "--project", str(project), "--json", "--report", str(page)])
     assert result.exit_code == 13, result.output
     payload = json.loads(result.stdout)
     assert payload["ok"] is False and payload["exit_code"] == 13
+    assert payload["report_html"] == str(page) and "First failing stage: 3 torch" in page.read_text()
     assert payload["report"]["first_failure"] == "torch"
     kept = Path(payload["report_path"])
     assert kept.parent == project / "runs" and kept.name.startswith("diagnostics-")
@@ -181,9 +183,11 @@ def test_bundler_diagnose_image_without_torch_fails_13_and_copies_the_report(tmp
     docker_client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
     try:
         project = cpu_project(tmp_path / "project")
-        result = CliRunner().invoke(app, ["diagnose", "--image", tag, "--project", str(project), "--json"])
+        page = tmp_path / "diagnostics.html"
+        result = CliRunner().invoke(app, ["diagnose", "--image", tag, "--project", str(project), "--json", "--report", str(page)])
         assert result.exit_code == 13, result.output
         payload = json.loads(result.stdout)
+        assert payload["report_html"] == str(page) and "First failing stage: 3 torch" in page.read_text()
         kept = Path(payload["report_path"])
         assert kept.parent == project / "runs"
         report = json.loads(kept.read_text())

@@ -7,19 +7,28 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-DIAGNOSTICS = Path(__file__).resolve().parents[1] / "diagnostics"
-sys.path.insert(0, str(DIAGNOSTICS))
+from tests.diagnostics_support import (  # puts diagnostics/ on sys.path
+    GB,
+    H200,
+    MI300X,
+    ROCM_72,
+    FakeProbe,
+    gpu_probe,
+    make_checkup,
+    ordered,
+    run_stage,
+    write_bundle,
+)
 
-from bdiag import cli  # noqa: E402
-from bdiag.checkup import Checkup, read_bundle  # noqa: E402
-from bdiag.probe import Probe  # noqa: E402
-from bdiag.result import StageResult  # noqa: E402
-from bdiag.stages import (  # noqa: E402
+# isort: split
+from bdiag import cli
+from bdiag.checkup import read_bundle
+from bdiag.probe import Probe
+from bdiag.stages import (
     NAMES,
     checkpoint,
     collectives,
@@ -32,87 +41,6 @@ from bdiag.stages import (  # noqa: E402
     storage,
     torchbuild,
 )
-
-GB = 10**9
-H200 = {
-    "index": 0,
-    "name": "NVIDIA H200",
-    "total_memory": 150 * GB,
-    "free_memory": 149 * GB,
-    "capability": [9, 0],
-    "multiprocessors": 132,
-    "uuid": "GPU-0f0e0d0c",
-}
-MI300X = {
-    "index": 0,
-    "name": "AMD Instinct MI300X",
-    "total_memory": 205 * GB,
-    "free_memory": 204 * GB,
-    "capability": [9, 4],
-    "multiprocessors": 304,
-    "gcnArchName": "gfx942:sramecc+:xnack-",
-}
-CUDA_13 = {"version": "2.13.0+cu130", "cuda": "13.0", "hip": None}
-ROCM_72 = {"version": "2.13.0+rocm7.2", "cuda": None, "hip": "7.2.0"}
-
-
-class FakeProbe(Probe):
-    """The real probe with some observations replaced; the environment starts empty."""
-
-    def __init__(self, **observed) -> None:
-        super().__init__()
-        observed.setdefault("environ", {})
-        for name, value in observed.items():
-            assert hasattr(Probe, name), f"Probe has no method {name}"
-            setattr(self, name, value if callable(value) else (lambda *args, _value=value, **kwargs: _value))
-
-    def prestart(self) -> None:
-        pass
-
-
-def gpu_probe(**observed) -> FakeProbe:
-    """A probe that sees one healthy H200 with a CUDA 13.0 build of torch."""
-    defaults = dict(
-        torch_versions=CUDA_13,
-        cuda_available=True,
-        device_count=1,
-        device_properties=H200,
-        arch_list=["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"],
-        nvidia_driver_version="580.65.06",
-        nvidia_smi=None,
-        start_clock_sampler=None,
-        device_matmul=lambda torch_, a, b, device_, dtype: (a.to(dtype) @ b.to(dtype)).to(torch.float64),
-        matmul_tflops=800.0,
-        copy_bandwidth_tbs=4.2,
-    )
-    defaults.update(observed)
-    return FakeProbe(**defaults)
-
-
-def make_checkup(probe, backend="cuda", bundle=None, results_dir=None, facts=None) -> Checkup:
-    checkup = Checkup(probe=probe, backend=backend, backend_source="test", bundle=bundle, results_dir=results_dir)
-    checkup.torch = torch
-    checkup.facts.update(facts or {})
-    if backend in ("cuda", "rocm"):
-        checkup.facts.setdefault("torch", probe.torch_versions(torch))
-    return checkup
-
-
-def run_stage(stage, checkup) -> StageResult:
-    result = StageResult(stage.NAME, NAMES.index(stage.NAME) + 1)
-    stage.run(checkup, result)
-    return result
-
-
-def write_bundle(folder: Path, text_extra: str = "", backend="cpu", accelerator="", python="3.11") -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "bundle.toml").write_text(
-        f'[project]\nname = "P"\npackage = "p"\nentry = "python -m p"\n'
-        f'[target]\nbackend = "{backend}"\naccelerator = "{accelerator}"\ntorch = "2.13.0"\npython = "{python}"\n' + text_extra,
-        encoding="utf-8",
-    )
-    return folder / "bundle.toml"
-
 
 # --- 1 interpreter ------------------------------------------------------------------------------
 
@@ -270,7 +198,7 @@ def test_arch_reached_only_through_ptx_warns():
     probe = gpu_probe(
         device_properties=dict(H200, name="NVIDIA RTX PRO 6000", capability=[12, 0]), arch_list=["sm_80", "sm_90", "compute_90"]
     )
-    result = run_stage(device, make_checkup(probe))
+    result = run_stage(device, make_checkup(probe, order=ordered("RTX PRO 6000")))
     assert result.status == "warn"
     assert result.values["devices"][0]["runs_via"] == "compute_90"
 
@@ -357,7 +285,7 @@ def test_mi300x_has_a_lower_bar():
 
 
 def test_slow_bandwidth_fails_and_throttle_reasons_reach_the_hint():
-    probe = gpu_probe(copy_bandwidth_tbs=1.5, start_clock_sampler=object(), stop_clock_sampler=[["0x0000000000000080", "1200"]])
+    probe = gpu_probe(copy_bandwidth_tbs=1.5, start_clock_sampler=object(), stop_clock_sampler=[["0x0000000000000040", "1200"]])
     result = run_stage(compute, make_checkup(probe, facts={"devices": [H200]}))
     assert result.status == "fail"
     assert "hardware thermal slowdown" in result.hint

@@ -1,5 +1,6 @@
 import hashlib
 import json
+import re
 
 import pytest
 
@@ -16,6 +17,10 @@ EXPECTED_FILES = {
     "data/pilot/MANIFEST.json",
     "src/example/__init__.py",
     "src/example/pilot.py",
+    "src/example/model.py",
+    "src/example/evidence/__init__.py",
+    "src/example/evidence/trial.py",
+    "src/example/evidence/reload.py",
     "runs/.gitkeep",
     "diagnostics/run.py",
     ".gitignore",
@@ -33,6 +38,38 @@ def test_new_renders_the_portable_layout(tmp_path):
     files = {p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file()}
     assert files >= EXPECTED_FILES
     assert sum(1 for f in files if f.startswith("data/pilot/doc-")) == 12
+
+
+def test_what_a_user_edits_is_small_and_ships_no_test_hooks(example_project):
+    package = example_project / "src/example"
+    surface = sum(len((package / name).read_text().splitlines()) for name in ("model.py", "pilot.py", "__init__.py"))
+    assert surface <= 150, surface
+    shipped = "\n".join(p.read_text() for p in package.rglob("*.py"))
+    assert not re.search(r"\bfaults?\b|PILOT_FAULT|SIGKILL|os\.kill", shipped)
+
+
+def test_the_generated_code_is_clean_and_runs_on_python_3_10(example_project):
+    import subprocess
+    import sys
+
+    src = str(example_project / "src")
+    lint = [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "140", "--target-version", "py310"]
+    rules = ["--select", "E,F,W,I,B,UP,SIM", src]
+    checked = subprocess.run([*lint, *rules], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    formatted = [sys.executable, "-m", "ruff", "format", "--no-cache", "--isolated", "--line-length", "140", "--check", src]
+    assert subprocess.run(formatted, capture_output=True, text=True, timeout=120).returncode == 0
+    floor = [
+        sys.executable,
+        "-c",
+        "import sys; from vermin.main import main; sys.exit(main())",
+        "-t=3.10-",
+        "--no-tips",
+        "--violations",
+        src,
+    ]
+    vermin = subprocess.run(floor, capture_output=True, text=True, timeout=120)
+    assert vermin.returncode == 0, vermin.stdout[-3000:]
 
 
 def test_generated_bundle_toml_loads_as_a_target(example_project):

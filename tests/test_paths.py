@@ -10,7 +10,7 @@ import pytest
 
 from bundler.portability import scan as paths
 from tests.conftest import run_cli
-from tests.paths_support import EXPECTED, LAPTOP_REPO, build_tree
+from tests.paths_support import EXPECTED, INFORMATION, LAPTOP_REPO, build_tree
 
 
 @pytest.fixture
@@ -24,8 +24,9 @@ def _line_of(text: str, needle: str) -> int:
 
 def test_laptop_repo_findings_are_exact(laptop_repo):
     result = paths.scan(laptop_repo)
-    found = {(f.file, f.line, f.kind) for f in result.findings if f.category != "notebook"}
+    found = {(f.file, f.line, f.kind) for f in result.findings if f.category != "notebook" and f not in result.information}
     assert found == EXPECTED
+    assert {(f.file, f.line, f.kind) for f in result.information} == INFORMATION
 
 
 def test_notebook_source_output_and_metadata_each_have_their_kind_and_line(laptop_repo):
@@ -42,7 +43,7 @@ def test_notebook_source_output_and_metadata_each_have_their_kind_and_line(lapto
 def test_replacements_name_parameters_and_project_relative_paths(laptop_repo):
     by_place = {(f.file, f.line): f for f in paths.scan(laptop_repo).findings}
     data = by_place[("src/app/train.py", 5)]
-    assert (data.replacement, data.parameter, data.value) == ("${DATASETS_ROOT}/train.csv", "DATASETS_ROOT", "/home/alice/datasets")
+    assert (data.replacement, data.value) == ("${DATASETS_ROOT_2}/train.csv", "/home/alice/datasets")
     # written on another machine, but its tail names this project's runs/ folder
     inside = by_place[("config/train.yaml", 2)]
     assert (inside.replacement, inside.project_relative, inside.parameter) == ("runs/exp1", "runs/exp1", None)
@@ -54,9 +55,10 @@ def test_replacements_name_parameters_and_project_relative_paths(laptop_repo):
         "${CHECKPOINTS_ROOT}",
         "~/checkpoints",
     )
-    # the same value everywhere gets the same name
-    assert by_place[("config/train.yaml", 1)].parameter == "DATASETS_ROOT_2"  # /Users/alice/datasets differs
-    assert by_place[("scripts/run.sh", 2)].replacement == "${DATASETS_ROOT_3}"
+    # one name per folder, whatever its spelling; names handed out in walk order
+    assert by_place[("config/train.yaml", 1)].parameter == "DATASETS_ROOT"  # /Users/alice/datasets, met first
+    assert data.parameter == "DATASETS_ROOT_2"  # /home/alice/datasets is another folder
+    assert by_place[("scripts/run.sh", 2)].replacement == "${DATASETS_ROOT_3}"  # $HOME/datasets
 
 
 def test_absolute_path_of_this_project_becomes_relative(tmp_path):
@@ -74,7 +76,8 @@ def test_cli_json_lists_findings_and_exits_1(laptop_repo):
     first = report["findings"][0]
     assert set(first) >= {"file", "line", "column", "text", "kind", "category", "replacement"}
     assert {(f["file"], f["line"], f["kind"]) for f in report["findings"] if f["category"] != "notebook"} == EXPECTED
-    assert report["skipped"] == []
+    assert {(f["file"], f["line"], f["kind"]) for f in report["information"]} == INFORMATION
+    assert report["skipped"] == [] and report["not_checked"] == []
 
 
 def test_documentation_alone_never_fails(tmp_path):
@@ -98,36 +101,46 @@ def test_a_missing_folder_is_a_usage_error(tmp_path):
     assert "is not a folder" in completed.stderr
 
 
-# --- bad inputs: listed as skipped, never crashed on --------------------------------------
+# --- what the scan cannot look at: listed as not checked, never reported clean -----------
+
+
+def _not_checked(root: Path) -> dict[str, str]:
+    return {s.file: s.reason for s in paths.scan(root).not_checked}
 
 
 def _skipped(root: Path) -> dict[str, str]:
     return {s.file: s.reason for s in paths.scan(root).skipped}
 
 
-def test_invalid_utf8_is_skipped(tmp_path):
-    root = build_tree(tmp_path / "p", {"latin1.py": b"P = '/home/alice/caf\xe9'\n", "ok.py": "X = 1\n"})
-    assert _skipped(root) == {"latin1.py": "not UTF-8 text (byte 20)"}
+def test_legacy_8bit_text_is_scanned_and_its_paths_found(tmp_path):
+    root = build_tree(tmp_path / "p", {"latin1.py": b"# caf\xe9\nP = '/home/alice/caf\xe9/x'\n", "ok.py": "X = 1\n"})
+    result = paths.scan(root)
+    [finding] = result.findings
+    assert (finding.file, finding.line, finding.text) == ("latin1.py", 2, "/home/alice/caf\u00e9/x")
+    assert result.encodings == {"latin1.py": "cp1252"} and result.not_checked == []
 
 
-def test_binary_file_is_skipped(tmp_path):
-    root = build_tree(tmp_path / "p", {"model.pt": b"\x80\x02\x00/home/alice/x"})
-    assert _skipped(root) == {"model.pt": "binary file"}
+def test_utf16_text_is_not_checked(tmp_path):
+    root = build_tree(tmp_path / "p", {"notes.txt": "\ufeff/home/alice/x\n".encode("utf-16")})
+    assert _not_checked(root) == {"notes.txt": "UTF-16 text: save it as UTF-8 to have it checked"}
 
 
-def test_huge_file_is_skipped_without_being_read(tmp_path, monkeypatch):
+def test_binary_and_data_files_are_skipped(tmp_path):
+    root = build_tree(tmp_path / "p", {"model.bin2": b"\x80\x02\x00/home/alice/x", "weights.pkl": b"(S'/home/alice/x'\np0\n."})
+    assert _skipped(root) == {"model.bin2": "binary file", "weights.pkl": "binary or data file"}
+    assert paths.scan(root).findings == []
+
+
+def test_huge_text_file_is_not_checked_without_being_read_whole(tmp_path):
     root = tmp_path / "p"
     root.mkdir()
-    with open(root / "huge.csv", "wb") as handle:  # sparse: 200 MB in no time
-        handle.truncate(200 * 1024 * 1024)
-    opened = []
-    real_read = paths.read_bytes
-    monkeypatch.setattr(paths, "read_bytes", lambda path: opened.append(path) or real_read(path))
-    assert _skipped(root) == {"huge.csv": f"too large ({200 * 1024 * 1024} bytes > limit of {paths.MAX_FILE_BYTES})"}
-    assert opened == []
+    with open(root / "huge.csv", "wb") as handle:
+        handle.write(b"path\n/home/alice/x\n" * 1000)
+        handle.truncate(200 * 1024 * 1024)  # sparse: 200 MB in no time, text at its start
+    assert _not_checked(root) == {"huge.csv": f"too large ({200 * 1024 * 1024} bytes > limit of {paths.MAX_FILE_BYTES})"}
 
 
-def test_symlink_loop_and_symlink_leaving_the_project(tmp_path):
+def test_symlinks_loop_leave_or_stay(tmp_path):
     outside = build_tree(tmp_path / "outside", {"secret.py": 'K = "/home/alice/.ssh/id_rsa"\n'})
     root = build_tree(tmp_path / "p", {"real.py": "X = 1\n"})
     os.symlink("loop_b", root / "loop_a")
@@ -136,20 +149,27 @@ def test_symlink_loop_and_symlink_leaving_the_project(tmp_path):
     os.symlink(outside, root / "outside_link")
     os.symlink(outside / "secret.py", root / "secret_link.py")
     os.symlink("real.py", root / "alias.py")
-    skipped = _skipped(root)
+    skipped, unchecked = _skipped(root), _not_checked(root)
     assert skipped["loop_a"] == skipped["loop_b"] == "broken symlink or symlink loop"
-    assert skipped["outside_link"].startswith("symlink leaving the project")
-    assert skipped["secret_link.py"].startswith("symlink leaving the project")
+    assert set(unchecked) == {"outside_link", "secret_link.py"}
+    assert all(reason.startswith("symlink leaving the project") for reason in unchecked.values())
     assert skipped["self"] == skipped["alias.py"] == "symlink inside the project (its target is scanned in place)"
     assert paths.scan(root).findings == []
 
 
-def test_malformed_notebook_is_skipped(tmp_path):
+def test_a_symlink_to_a_user_folder_is_a_finding(tmp_path):
+    root = build_tree(tmp_path / "p", {"a.py": "X = 1\n"})
+    os.symlink("/home/alice/datasets/coco", root / "data")
+    [finding] = paths.scan(root).findings
+    assert (finding.file, finding.kind, finding.text, finding.category) == ("data", "symlink-target", "/home/alice/datasets/coco", "config")
+
+
+def test_malformed_notebook_is_not_checked(tmp_path):
     root = build_tree(tmp_path / "p", {"broken.ipynb": '{"cells": [{"source": "/home/alice/x"\n'})
-    assert _skipped(root) == {"broken.ipynb": "malformed notebook (not valid JSON with a list of cells)"}
+    assert _not_checked(root) == {"broken.ipynb": "malformed notebook (not valid JSON with a list of cells)"}
 
 
-def test_unreadable_entries_are_skipped(tmp_path, monkeypatch):
+def test_unreadable_entries_are_not_checked(tmp_path, monkeypatch):
     # Tests run as root, so chmod 000 would still be readable: a FIFO stands for a file
     # that cannot be read, and the read boundary is made to fail with EACCES.
     root = build_tree(tmp_path / "p", {"locked.py": 'P = "/home/alice/x"\n', "fine.py": "X = 1\n"})
@@ -162,15 +182,17 @@ def test_unreadable_entries_are_skipped(tmp_path, monkeypatch):
         return real_open(path, *args, **kwargs)
 
     monkeypatch.setattr(paths, "open", guarded_open, raising=False)
-    assert _skipped(root) == {
-        "locked.py": "cannot be read: Permission denied",
-        "pipe.py": "not a regular file (FIFO, socket or device)",
-    }
+    assert _not_checked(root) == {"locked.py": "cannot be read: Permission denied"}
+    assert _skipped(root) == {"pipe.py": "not a regular file (FIFO, socket or device)"}
 
 
-def test_read_bytes_reports_an_os_error_as_a_reason(tmp_path):
-    assert paths.read_bytes(str(tmp_path)) == "cannot be read: it is a folder"
-    assert paths.read_bytes(str(tmp_path / "missing")) == "cannot be read: No such file or directory"
+def test_cli_exit_21_when_only_unchecked_files_remain(tmp_path):
+    root = build_tree(tmp_path / "p", {"broken.ipynb": "{not json\n", "ok.py": "X = 1\n"})
+    completed = run_cli("paths", str(root), "--json")
+    assert completed.returncode == 21, completed.stderr
+    report = json.loads(completed.stdout)
+    assert report["ok"] is False and report["not_checked"][0]["file"] == "broken.ipynb"
+    assert "No machine-specific paths (" not in completed.stderr
 
 
 def test_tool_folders_and_the_local_values_file_are_not_scanned(tmp_path):

@@ -69,11 +69,30 @@ def test_checkpoint_holds_the_training_state(finished_run):
     import torch
 
     _, run = finished_run
-    state = torch.load(run / "checkpoint.pt", weights_only=False)
-    assert set(state) >= {"model", "optimizer", "scheduler", "rng", "progress"}
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    assert set(state) == {"model", "progress", "categories", "config_sha256"}
+    assert set(state["model"]) >= {"weights", "optimizer", "scheduler", "rng"}
     assert state["progress"]["steps"] == 1
     assert len(state["progress"]["trained_ids"]) == 11
-    assert state["model"]["linear.weight"].shape == (4, 4096)
+    assert state["model"]["weights"]["weight"].shape == (4, 4096)
+
+
+def test_the_run_carries_every_accepted_text_for_its_reload(finished_run):
+    project, run = finished_run
+    texts = json.loads((run / "texts.json").read_text())["documents"]
+    assert [t["id"] for t in texts] == [f"doc-{i:02d}" for i in range(1, 12)]
+    for entry in texts:
+        assert entry["text"] == (project / "data/pilot" / f"{entry['id']}.txt").read_text()
+
+
+def test_evidence_files_take_the_permissions_the_umask_allows(finished_run):
+    import os
+
+    _, run = finished_run
+    umask = os.umask(0)
+    os.umask(umask)
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in run.iterdir()}
+    assert set(modes.values()) == {oct(0o666 & ~umask)}, modes  # 0644 under the usual 022: readable by a reviewer
 
 
 def test_default_run_ids_are_unique_and_sortable(example_project):
@@ -147,3 +166,69 @@ class TestErrors:
         assert summary["status"] == "failed"
         assert "doc-10" in summary["rejected_ids"]
         assert summary["accepted"] + summary["rejected"] == 12
+
+
+CENTROIDS = '''"""Another model behind the same contract: the nearest centroid of hashed token counts."""
+
+import re
+import zlib
+
+import torch
+
+
+class Centroids:
+    def __init__(self, categories: int, buckets: int) -> None:
+        self.buckets, self.centroids = buckets, torch.zeros(categories, buckets)
+
+    def vector(self, text: str) -> torch.Tensor:
+        vector = torch.zeros(self.buckets)
+        for token in re.findall(r"[a-z0-9]+", text.lower()):
+            vector[zlib.crc32(token.encode()) % self.buckets] += 1
+        return vector / vector.norm().clamp_min(1e-12)
+
+    def fit(self, texts, labels, on_step) -> None:
+        for text, label in zip(texts, labels):
+            self.centroids[label] += self.vector(text)
+        self.centroids /= self.centroids.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        on_step(1, 0.0)
+
+    def predict(self, text: str):
+        score, index = torch.softmax(10 * (self.centroids @ self.vector(text)), dim=0).max(dim=0)
+        return int(index), float(score)
+
+    def state(self) -> dict:
+        return {"centroids": self.centroids, "buckets": self.buckets}
+
+
+def create(categories, parameters):
+    return Centroids(len(categories), parameters["model"]["buckets"])
+
+
+def restore(state):
+    model = Centroids(state["centroids"].shape[0], state["buckets"])
+    model.centroids = state["centroids"]
+    return model
+'''
+
+
+def test_another_model_keeping_the_contract_gets_the_same_evidence(tmp_path):
+    """Only model.py, pilot.py's PARAMETERS and config/pilot.json change: evidence/ is untouched."""
+    from tests.conftest import run_cli, scaffold_project
+
+    project = scaffold_project(tmp_path / "example")
+    (project / "src/example/model.py").write_text(CENTROIDS)
+    entry = project / "src/example/pilot.py"
+    start = entry.read_text().index("PARAMETERS = {")
+    end = entry.read_text().index("}\n\n\n", start) + 2
+    entry.write_text(entry.read_text()[:start] + 'PARAMETERS = {"model": {"buckets": (int, 1, 65536)}}\n' + entry.read_text()[end:])
+    path = project / "config/pilot.json"
+    config = json.loads(path.read_text())
+    config["model"] = {"buckets": 1024}
+    del config["training"]
+    path.write_text(json.dumps(config, indent=2))
+
+    result = run_pilot(project, "--run-id", "centroids")
+    assert result.returncode == 0, result.stderr
+    verified = run_cli("runs", "verify", str(project / "runs/centroids"), "--json")
+    assert verified.returncode == 0, verified.stderr
+    assert "re-predicted all 11 accepted documents" in verified.stdout

@@ -86,8 +86,8 @@ def test_a_card_without_a_price_names_the_catalog(project):
         ("lots = 1", "lots = 11", "package.lots = 11 is outside 1 to 10"),
         ("days = 3", "days = 5", "package.days = 5 is not a package length"),
         ('card = "RTX 4090"', 'card = "GTX 9090"', "card 'GTX 9090' is not in the catalog"),
-        ("hours = 12", "hours = -4", "negative hours"),
-        ("hours = 2", 'hours = "two"', "needs hours as a number"),
+        ("hours = 12", "hours = -4", "hours = -4 is outside 0 to 8760"),
+        ("hours = 2", 'hours = "two"', "hours must be a number of hours, got the text 'two'"),
     ],
 )
 def test_nonsense_input_is_refused(project, old, new, words):

@@ -4,6 +4,7 @@ keeps its shape (lint, format, a Python 3.10 floor, one-way floors, short module
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -17,7 +18,7 @@ FLOORS = (
     ("bundler.__main__",),
     ("bundler.cli",),
     ("bundler.portability",),
-    ("bundler.diagnose",),
+    ("bundler.diagnose", "bundler.jobs"),
     ("bundler.image",),
     ("bundler.lock", "bundler.scaffold"),
     ("bundler.evidence", "bundler.target", "bundler.engine", "bundler.pipsettings"),
@@ -39,6 +40,22 @@ def test_readme_gives_exactly_two_setup_commands():
     assert all("\n" not in command for command in commands)
     assert "bundler new" in commands[0]
     assert "pytest" in commands[1]
+
+
+@pytest.mark.slow
+def test_readme_first_command_works_as_written_in_a_fresh_clone(tmp_path):
+    """A newcomer's first command, verbatim, in a fresh clone with a fresh virtual environment."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=300)
+    env = {key: value for key, value in os.environ.items() if key not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["TMPDIR"] = str(tmp_path)  # where `mktemp -d` puts the example
+    env["PIP_RETRIES"] = "0"  # PyTorch's index is unreachable on CI: fail over to the other sources at once
+    completed = subprocess.run(["bash", "-c", readme_commands()[0]], cwd=clone, env=env, capture_output=True, text=True, timeout=1800)
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output[-4000:]
+    assert "Accepted delivery." in output
+    left = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True).stdout
+    assert left == "", f"the quick start left files in the clone: {left}"
 
 
 def test_ci_runs_the_readme_test_command_verbatim():

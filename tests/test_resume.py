@@ -22,8 +22,9 @@ def _summary_without_timing(run):
 
 
 # Points across the whole run: before anything is written, before and after the checkpoint,
-# after the rejection, after some predictions, and in the middle of writing a line.
-KILL_POINTS = ["after-manifest", "after-training", "after-checkpoint", "items:1", "items:7", "partial-line:4"]
+# after the rejection, after some predictions, in the middle of writing a line, and after
+# the last line but before the summary (tests/pilot_faults.py makes the kill).
+KILL_POINTS = ["after-manifest", "after-training", "after-checkpoint", "items:1", "items:7", "partial-line:4", "items:12"]
 
 
 @pytest.mark.parametrize("fault", KILL_POINTS)

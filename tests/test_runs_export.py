@@ -5,7 +5,8 @@ import shutil
 
 import pytest
 
-from bundler.evidence.verify import read_checksums, verify_run
+from bundler.evidence.checksums import read_checksums
+from bundler.evidence.verify import verify_run
 from tests.conftest import run_cli
 from tests.runs_support import new_project, pilot, set_config, snapshot
 

@@ -49,7 +49,8 @@ def test_a_real_run_is_an_accepted_delivery(project):
         "checkpoint_reload",
     } <= names
     assert all(check["ok"] for check in payload["checks"])
-    assert "doc-" in next(c for c in payload["checks"] if c["name"] == "checkpoint_reload")["detail"]
+    assert "re-predicted all 11 accepted documents" in next(c for c in payload["checks"] if c["name"] == "checkpoint_reload")["detail"]
+    assert payload["status"] == "accepted"
 
 
 def test_the_manifest_records_environment_and_reload_instructions(project):
@@ -135,7 +136,9 @@ def test_checkpoint_that_does_not_load_is_named_and_nothing_is_modified(run):
     result = run_cli("runs", "verify", str(run), "--json")
     assert result.returncode == 1
     checks = {c["name"]: c for c in json.loads(result.stdout)["checks"]}
-    assert not checks["checkpoint_reload"]["ok"] and "does not reload" in checks["checkpoint_reload"]["detail"]
+    detail = checks["checkpoint_reload"]["detail"]
+    assert not checks["checkpoint_reload"]["ok"] and "does not load as a weights-only checkpoint" in detail
+    assert "weights_only" not in detail  # torch's advice to unpickle it unsafely is never relayed
     assert "checkpoint_reload" in result.stderr
     assert snapshot(run) == before
 
@@ -149,15 +152,25 @@ def test_changed_stored_prediction_is_not_reproduced(run):
     assert "doc-01: reloaded score" in detail
 
 
+def test_every_accepted_document_is_re_predicted(run):
+    lines = _lines(run)  # two documents' categories swapped: both still allowed, neither in the old three-document sample
+    for index in (3, 7):
+        record = json.loads(lines[index])
+        lines[index] = json.dumps(record | {"category": "contract" if record["category"] != "contract" else "invoice"}) + "\n"
+    (run / "predictions.jsonl").write_text("".join(lines))
+    detail = _failed(verify_run(run))["checkpoint_reload"]
+    assert "doc-04: reloaded model says" in detail and "doc-08: reloaded model says" in detail
+
+
 def test_without_torch_the_reload_check_fails_with_a_hint(run, monkeypatch):
     import importlib.util
 
-    from bundler.evidence import verify
+    from bundler.evidence import reload
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(verify.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
-    check = verify.check_checkpoint_reload(run)
-    assert not check.ok and "torch is not installed" in check.detail and "--python" in check.detail
+    monkeypatch.setattr(reload.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
+    ok, detail = reload.reload_in_fresh_process(run, ["doc-01"])
+    assert not ok and "torch is not installed" in detail and "--python" in detail
 
 
 def test_a_folder_that_is_not_a_run(tmp_path):

@@ -37,8 +37,8 @@ def test_quality_below_threshold(project):
 
 
 def test_non_finite_loss(project):
-    set_config(project, training={"steps": 3, "learning_rate": float("nan"), "scheduler_gamma": 1.0})
-    result = pilot(project, "--run-id", "diverged")
+    set_config(project, training={"steps": 3, "learning_rate": 8.0, "scheduler_gamma": 1.0})
+    result = pilot(project, "--run-id", "diverged", fault="nan-loss:2")
     assert result.returncode == 6, result.stderr
     stopped = _stopped(project, "diverged")
     assert stopped["rule"] == "non_finite_loss" and stopped["at"] == "training step 2"
@@ -50,20 +50,32 @@ def test_checkpoint_not_reloadable(project):
     result = pilot(project, "--run-id", "broken-ckpt", fault="corrupt-checkpoint")
     assert result.returncode == 6, result.stderr
     stopped = _stopped(project, "broken-ckpt")
-    assert stopped["rule"] == "checkpoint_not_reloadable" and "does not reload" in stopped["reason"]
+    assert stopped["rule"] == "checkpoint_not_reloadable" and "does not load as a weights-only checkpoint" in stopped["reason"]
+    assert "weights_only" not in stopped["reason"].replace("weights-only", "")  # never torch's advice to unpickle it unsafely
     assert not (project / "runs/broken-ckpt/__pycache__").exists()
 
 
-def test_essential_input_missing_when_resuming(project):
-    assert pilot(project, "--run-id", "cut", fault="items:3").returncode == -9
-    (project / "data/pilot/doc-08.txt").unlink()
-    result = pilot(project, "--resume", "cut")
+def test_essential_input_missing_during_the_run(project):
+    result = pilot(project, "--run-id", "cut", fault="vanish:data/pilot/doc-08.txt")
     assert result.returncode == 6, result.stderr
     stopped = _stopped(project, "cut")
     assert stopped["rule"] == "essential_input_missing" and "doc-08" in stopped["reason"]
     assert str(project) not in stopped["reason"]  # no machine path in the evidence
     summary = json.loads((project / "runs/cut/summary.json").read_text())
-    assert summary["inputs"] == 12 and summary["accepted"] == 2
+    assert summary["inputs"] == 12 and summary["accepted"] == 7
+
+
+def test_an_input_missing_at_resume_is_refused_and_the_run_kept(project):
+    assert pilot(project, "--run-id", "cut", fault="items:3").returncode == -9
+    document = project / "data/pilot/doc-08.txt"
+    original = document.read_bytes()
+    document.unlink()
+    before = snapshot(project / "runs/cut")
+    result = pilot(project, "--resume", "cut")
+    assert result.returncode == 3 and "doc-08" in result.stderr and "is missing" in result.stderr
+    assert snapshot(project / "runs/cut") == before
+    document.write_bytes(original)
+    assert pilot(project, "--resume", "cut").returncode == 0
 
 
 def test_a_stopped_run_keeps_its_id_and_evidence(project):
@@ -87,9 +99,9 @@ def test_reusing_an_id_with_another_config_is_refused(project):
 @pytest.mark.parametrize(
     "rules, words",
     [
-        ({"no_such_rule": True}, "unknown rule 'no_such_rule'"),
-        ({"non_finite_loss": "yes"}, "must be true or false"),
-        ({"quality_below_threshold": {"min_accuracy": 1.5}}, "min_accuracy must be a number in [0, 1]"),
+        ({"no_such_rule": True}, "stop_rules.no_such_rule is not a known key"),
+        ({"non_finite_loss": "yes"}, "stop_rules.non_finite_loss must be true or false, got the text 'yes'"),
+        ({"quality_below_threshold": {"min_accuracy": 1.5}}, "min_accuracy = 1.5 is out of range: 0 to 1"),
         ({"quality_below_threshold": {"min_accuracy": 0.5, "check_set": ["doc-99"]}}, "'doc-99'"),
     ],
 )

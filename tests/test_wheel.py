@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(REPO)], check=True, capture_output=True)
-    return next(out.glob("bundler-*.whl"))
+    return next(out.glob("gpu_bundler-*.whl"))
 
 
 def test_wheel_ships_the_data_folders(wheel):

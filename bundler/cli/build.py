@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -71,8 +70,8 @@ def register(app: typer.Typer) -> None:
         if result.reproducible:
             out.say(f"Reproducible: a second cold build gave the same {len(result.reproducible['layers'])} layer diff IDs and labels.")
         out.say(f"Built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f} s.")
-        tag = shlex.quote(result.tag)
-        out.say(f"Run it: docker run --rm {tag}   ·   diagnostics: docker run --rm {tag} diagnose")
+        out.say(f"Run it:      {result.commands['run']}")
+        out.say(f"Diagnostics: {result.commands['diagnose']}")
         if result.export:
             out.say(f"Exported {result.export['path']} ({result.export['bytes'] / 1e6:.1f} MB, sha256 {result.export['sha256'][:16]}…).")
             out.say(f"On the rented box: {result.export['load_command']}")

@@ -1,4 +1,4 @@
-"""`bundler diagnose [--image TAG | --local] [--project PROJECT] [--keep-going]`."""
+"""`bundler diagnose [--image TAG | --local] [--project PROJECT] [--keep-going] [--report FILE.html]`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ def register(app: typer.Typer) -> None:
             typer.Option("--project", help="Project folder holding bundle.toml (default: the current folder).", show_default=False),
         ] = None,
         keep_going: Annotated[bool, typer.Option("--keep-going", help="Run every stage even after a failure.")] = False,
+        report: Annotated[
+            Optional[Path],
+            typer.Option(
+                "--report", metavar="FILE.html", help="Also write the report people read: one self-contained HTML page.", show_default=False
+            ),
+        ] = None,
         json_output: JsonFlag = False,
     ) -> None:
         """Staged checks (interpreter → … → collectives); exit 10 + the number of the first failing stage."""
@@ -36,17 +42,19 @@ def register(app: typer.Typer) -> None:
             raise UsageError("--image and --local exclude each other.", hint="Pick one: --local runs here, --image TAG inside the image.")
         out = Output(json_output)
         bundle = load_bundle(project)
+        page = diagnose.check_report_destination(report) if report else None
         if image:
             out.say(f"Running diagnostics inside {image} ({bundle.target.backend})…")
-            result = diagnose.run_image(bundle, image, keep_going=keep_going, echo=sys.stderr.write)
+            result = diagnose.run_image(bundle, image, keep_going=keep_going, echo=sys.stderr.write, report_html=page)
         else:
             out.say(f"Running diagnostics with {sys.executable}…")
-            result = diagnose.run_local(bundle, keep_going=keep_going, echo=sys.stderr.write)
-        out.say(f"Report: {result.report_path}")
+            result = diagnose.run_local(bundle, keep_going=keep_going, echo=sys.stderr.write, report_html=page)
+        out.say(f"Report: {result.report_path}" + (f" and {result.report_html}" if result.report_html else ""))
         document = {
             "ok": result.exit_code == 0,
             "mode": result.mode,
             "report_path": str(result.report_path),
+            "report_html": str(result.report_html) if result.report_html else None,
             "exit_code": result.exit_code,
             "notes": result.notes,
             "report": result.report,

@@ -40,6 +40,12 @@ def register(app: typer.Typer) -> None:
                 "--platform", metavar="linux/x86_64|linux/aarch64", help="The Target's platform (GH200/GB200 rentals are aarch64)."
             ),
         ] = None,
+        resolver: Annotated[
+            str,
+            typer.Option(
+                "--resolver", metavar="pip-tools|uv", help="The resolver: pip-tools (default) or uv (resolves for aarch64 from x86-64)."
+            ),
+        ] = "pip-tools",
         upgrade: Annotated[
             bool, typer.Option("--upgrade", help="Resolve again from scratch, ignoring the pins of the current lock.")
         ] = False,
@@ -62,6 +68,7 @@ def register(app: typer.Typer) -> None:
             python=python,
             torch_index=torch_index,
             platform=platform,
+            resolver=resolver,
             upgrade=upgrade,
             dry_run=dry_run,
             say=out.say,
@@ -87,7 +94,7 @@ def _report(out: Output, result) -> None:
         )
     if data["arch"]:
         out.say(f"  arch        {' '.join(data['arch'])}")
-    out.say(f"  resolve in  {data['resolve_in']}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
+    out.say(f"  resolve in  {data['resolve_in']} with {spec.resolver}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
     for note in spec.notes:
         out.say(f"  note        {note}")
     if result.action == "written":

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     @app.command("new")
     @handles_errors
     def new_command(
-        dest: Annotated[Path, typer.Argument(help="Folder to create (must not exist, or be empty).", show_default=False)],
+        dest: Annotated[Path, typer.Argument(help="Folder to create (must not exist, or be empty).", show_default=False, readable=False)],
         backend: Annotated[Optional[str], typer.Option(help="cuda, rocm or cpu (default cpu).", show_default=False)] = None,
         name: Annotated[Optional[str], typer.Option(help="Human name of the project (default: from DEST).", show_default=False)] = None,
         set_: Annotated[
@@ -37,7 +37,8 @@ def register(app: typer.Typer) -> None:
         answers = scaffold.build_answers(dest, name=name, backend=backend, settings=settings)
         result = scaffold.scaffold(dest, answers)
         out.say(f"Created {result.dest} ({result.files} files) for backend {answers['backend']}.")
-        out.say(f"Next: cd {shlex.quote(str(dest))} && PYTHONPATH=src python -m {answers['package_name']}.pilot --config config/pilot.json")
+        folder = str(dest) if not str(dest).startswith("-") else f"./{dest}"  # `cd -x` would read an option
+        out.say(f"Next: cd {shlex.quote(folder)} && PYTHONPATH=src python -m {answers['package_name']}.pilot --config config/pilot.json")
         out.result({"ok": True, "dest": str(result.dest), "files": result.files, "answers": answers})
 
 

@@ -26,7 +26,7 @@ JsonFlag = Annotated[
 ]
 ProjectArg = Annotated[
     Optional[Path],
-    typer.Argument(help="Project folder holding bundle.toml (default: the current folder).", show_default=False),
+    typer.Argument(help="Project folder holding bundle.toml (default: the current folder).", show_default=False, readable=False),
 ]
 INTERRUPTED = 130
 

@@ -25,7 +25,9 @@ class Output:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=True, highlight=False, soft_wrap=True)
+            self._console = Console(
+                stderr=True, highlight=False, soft_wrap=True, emoji=False
+            )  # text is printed as given: a:smile:b stays a path
         return self._console
 
     def say(self, text: str = "", *, style: str | None = None) -> None:

@@ -14,7 +14,10 @@ from bundler.errors import FindingsError
 
 runs_app = typer.Typer(help="Check, export, summarize and decide on the trials under runs/.", no_args_is_help=True)
 
-RunDirArg = Annotated[Path, typer.Argument(help="A run folder, e.g. runs/pilot-001 (or an exported copy).", show_default=False)]
+# readable=False: an unreadable folder is reported by the command itself, naming the file (exit 10), not by click (exit 2)
+RunDirArg = Annotated[
+    Path, typer.Argument(help="A run folder, e.g. runs/pilot-001 (or an exported copy).", show_default=False, readable=False)
+]
 NoReload = Annotated[
     bool, typer.Option("--no-reload", help="Skip the checkpoint reload in a fresh process (fast, but the run is then not proven).")
 ]
@@ -46,7 +49,7 @@ def verify_command(run_dir: RunDirArg, no_reload: NoReload = False, python: Pyth
     document = {"ok": result.accepted, **result.as_dict()}
     if not result.accepted:
         raise FindingsError(
-            f"run {run_dir} is not an accepted delivery: {len(result.problems)} check(s) failed "
+            f"run {run_dir} is not an accepted delivery ({result.status}): {len(result.problems)} check(s) failed "
             f"({', '.join(c.name for c in result.problems)}).",
             hint="Each failed check is named above with what it found; the run folder was not modified.",
             path=run_dir,
@@ -59,7 +62,7 @@ def verify_command(run_dir: RunDirArg, no_reload: NoReload = False, python: Pyth
 @handles_errors
 def export_command(
     run_dir: RunDirArg,
-    dest: Annotated[Path, typer.Argument(help="New folder for the copy (must not exist).", show_default=False)],
+    dest: Annotated[Path, typer.Argument(help="New folder for the copy (must not exist).", show_default=False, readable=False)],
     no_reload: NoReload = False,
     python: PythonOpt = None,
     json_output: JsonFlag = False,
@@ -91,13 +94,15 @@ def export_command(
 
 @runs_app.command("summary")
 @handles_errors
-def summary_command(project: ProjectArg = None, json_output: JsonFlag = False) -> None:
-    """A table of the project's runs: ID, config hash, status, counts, duration, decision."""
+def summary_command(
+    project: ProjectArg = None, no_reload: NoReload = False, python: PythonOpt = None, json_output: JsonFlag = False
+) -> None:
+    """A table of the project's runs: ID, config hash, status (runs verify's verdict), counts, duration, decision."""
     from bundler.evidence.runs import collect_runs, runs_dir
 
     out = Output(json_output)
     project = project or Path.cwd()
-    rows = collect_runs(project)
+    rows = collect_runs(project, reload=not no_reload, python=python)
     if not rows:
         out.say(f"No runs in {runs_dir(project)} yet.")
     else:
@@ -133,7 +138,7 @@ def decide_command(
     ],
     why: Annotated[str, typer.Option("--why", help="The rationale, stored with the decision.", show_default=False)],
     project: Annotated[
-        Optional[Path], typer.Option("--project", help="Project folder (default: the current folder).", show_default=False)
+        Optional[Path], typer.Option("--project", help="Project folder (default: the current folder).", show_default=False, readable=False)
     ] = None,
     json_output: JsonFlag = False,
 ) -> None:

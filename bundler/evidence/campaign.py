@@ -16,7 +16,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 from bundler.errors import ProjectFileError
-from bundler.fsutil import read_toml
+from bundler.fsutil import MAX_INT, check_table, read_toml, type_name
 
 PLAN_FILE = "plan.toml"
 DEFAULT_CATALOG = "catalog.toml"
@@ -73,47 +73,47 @@ class Campaign:
 
 
 # -- loading and validation -----------------------------------------------------------
-def load_campaign(project: Path) -> Campaign:
+# Every key is checked (an unknown one, such as a [[step]] meant as [[steps]], is refused),
+# and every number has a type and a range: NaN, infinity and 1e400 are not hours or USD.
+PLAN_KEYS, PACKAGE_KEYS = ("catalog", "package", "steps", "expenses"), ("card", "days", "lots")
+STEP_KEYS, EXPENSE_KEYS = ("name", "hours", "lot", "machine", "priority", "runs"), ("name", "usd")
+CATALOG_KEYS, CARD_KEYS = ("cards",), ("cards_per_lot", "memory_gb", "price")
+MAX_HOURS, MAX_USD, MAX_CARDS_PER_LOT, MAX_MEMORY_GB = 8760, Decimal(10_000_000), 16, 100_000
+
+
+def load_campaign(project: Path, *, priced: bool = True) -> Campaign:
+    """plan.toml and its catalog, checked; ``priced=False`` for readers of the order alone
+    (card, lots), such as `bundler job`, which need no price for the chosen duration."""
     path = Path(project) / PLAN_FILE
     raw = _read_toml(path, "`bundler new` writes one; copy it from a new project or write [package] card/days/lots and [[steps]].")
-    catalog_path = (path.parent / str(raw.get("catalog", DEFAULT_CATALOG))).resolve()
+    check_table(path, "the top level", raw, PLAN_KEYS, required=("package",))
+    catalog_path = _catalog_path(path, raw.get("catalog", DEFAULT_CATALOG))
     catalog = load_catalog(catalog_path)
-    package = raw.get("package")
-    if not isinstance(package, dict):
-        raise ProjectFileError(
-            f"{path} lacks a [package] table.", hint='Add [package] with card = "RTX 4090", days = 3, lots = 1.', path=path
-        )
-    card_name = package.get("card")
+    package = check_table(path, "[package]", raw["package"], PACKAGE_KEYS, required=PACKAGE_KEYS)
+    card_name = package["card"]
     if card_name not in catalog:
         raise ProjectFileError(
             f"{path}: card {card_name!r} is not in the catalog {catalog_path}.",
             hint=f"Known cards: {', '.join(catalog)}. Add it to the catalog with its price if you have an offer for it.",
             path=path,
-            value=card_name,
+            value=str(card_name),
         )
     card = catalog[card_name]
-    days = _whole(package.get("days"), path, "package.days")
+    days = _whole(package["days"], path, "package.days", 1, max(DURATIONS))
     if days not in DURATIONS:
         raise ProjectFileError(
             f"{path}: package.days = {days} is not a package length.", hint="Packages last 3, 7 or 30 days.", path=path, value=days
         )
-    lots = _whole(package.get("lots"), path, "package.lots")
-    if not 1 <= lots <= MAX_LOTS:
-        raise ProjectFileError(
-            f"{path}: package.lots = {lots} is outside 1 to {MAX_LOTS}.",
-            hint="Order between 1 and 10 lots (a B200 lot holds two cards).",
-            path=path,
-            value=lots,
-        )
-    if days not in card.prices:
+    lots = _whole(package["lots"], path, "package.lots", 1, MAX_LOTS)
+    if priced and days not in card.prices:
         raise ProjectFileError(
             f"the catalog {catalog_path} has no {days}-day price for {card.name}.",
             hint=f'Add it under [cards."{card.name}".price] as {days} = "<USD per lot>" from the offer you see; priced durations: '
             f"{', '.join(map(str, sorted(card.prices))) or 'none'}.",
             path=catalog_path,
         )
-    steps = [_step(entry, index, path, lots) for index, entry in enumerate(raw.get("steps", []), 1)]
-    expenses = [_expense(entry, path) for entry in raw.get("expenses", [])]
+    steps = [_step(entry, index, path, lots) for index, entry in enumerate(_array(raw, "steps", path), 1)]
+    expenses = [_expense(entry, index, path) for index, entry in enumerate(_array(raw, "expenses", path), 1)]
     return Campaign(path, catalog_path, card, days, lots, steps, expenses, catalog)
 
 
@@ -122,101 +122,125 @@ def load_catalog(path: Path) -> dict[str, Card]:
         path,
         'The catalog lists prices in USD per lot: [cards."RTX 4090"] cards_per_lot = 1, price = { 3 = "47.14", 7 = "110", 30 = "390" }.',
     )
-    cards = raw.get("cards")
+    cards = check_table(path, "the top level", raw, CATALOG_KEYS, required=CATALOG_KEYS)["cards"]
     if not isinstance(cards, dict) or not cards:
         raise ProjectFileError(f'{path} lists no [cards."NAME"] table.', hint="Add at least the card you plan to rent.", path=path)
     catalog = {}
     for name, entry in cards.items():
-        if not isinstance(entry, dict):
-            raise ProjectFileError(f"{path}: cards.{name} must be a table.", hint="See the RTX 4090 example.", path=path)
-        per_lot = _whole(entry.get("cards_per_lot", 1), path, f'cards."{name}".cards_per_lot')
-        if per_lot < 1:
-            raise ProjectFileError(
-                f'{path}: cards."{name}".cards_per_lot must be at least 1.', hint="A lot holds one card (B200: two).", path=path
-            )
-        prices = {}
-        for days, price in (entry.get("price") or {}).items():
-            if not str(days).isdigit() or int(days) not in DURATIONS:
-                raise ProjectFileError(
-                    f'{path}: cards."{name}".price names {days!r} days.', hint="Prices exist for 3, 7 and 30 days.", path=path
-                )
-            prices[int(days)] = _money(price, path, f'cards."{name}".price.{days}')
+        where = f'[cards."{name}"]'
+        check_table(path, where, entry, CARD_KEYS)
+        per_lot = _whole(entry.get("cards_per_lot", 1), path, f"{where} cards_per_lot", 1, MAX_CARDS_PER_LOT)
         memory = entry.get("memory_gb")
-        catalog[name] = Card(name, per_lot, int(memory) if isinstance(memory, (int, Decimal)) else None, prices)
+        memory = None if memory is None else _whole(memory, path, f"{where} memory_gb", 1, MAX_MEMORY_GB)
+        price = check_table(path, f"{where} price", entry.get("price", {}), tuple(map(str, DURATIONS)))
+        prices = {int(days): _money(amount, path, f"{where} price.{days}") for days, amount in price.items()}
+        catalog[name] = Card(name, per_lot, memory, prices)
     return catalog
 
 
+def _catalog_path(path: Path, value: object) -> Path:
+    root = path.parent.resolve()
+    if not isinstance(value, str) or not value.strip():
+        raise ProjectFileError(f"{path}: catalog must be a file name, got {type_name(value)}.", hint='catalog = "catalog.toml"', path=path)
+    catalog = (root / value).resolve()
+    if not catalog.is_relative_to(root):
+        raise ProjectFileError(
+            f"{path}: catalog = {value!r} lies outside the project folder {root}.",
+            hint="Keep the price list in the project (copy it in), so that the plan travels with it.",
+            path=path,
+            value=value,
+        )
+    return catalog
+
+
+def _array(raw: dict, key: str, path: Path) -> list:
+    entries = raw.get(key, [])
+    if not isinstance(entries, list):
+        raise ProjectFileError(f"{path}: {key} must be an array of tables ([[{key}]]).", hint=f"Write each one as [[{key}]].", path=path)
+    return entries
+
+
 def _step(entry: object, index: int, path: Path, lots: int) -> Step:
-    if not isinstance(entry, dict) or not entry.get("name"):
-        raise ProjectFileError(f"{path}: step {index} needs a name.", hint='[[steps]] name = "control run", hours = 12', path=path)
-    name = str(entry["name"])
-    hours = entry.get("hours")
-    if isinstance(hours, bool) or not isinstance(hours, (int, Decimal)):
+    where = f"[[steps]] #{index}"
+    check_table(path, where, entry, STEP_KEYS, required=("name", "hours"))
+    name = _text(entry["name"], path, f"{where} name")
+    hours = _number(entry["hours"], path, f"step {name!r} hours", MAX_HOURS)
+    lot = _whole(entry.get("lot", 1), path, f"step {name!r} lot", 1, lots)
+    machine = entry.get("machine", True)
+    if not isinstance(machine, bool):
         raise ProjectFileError(
-            f"{path}: step {name!r} needs hours as a number, got {hours!r}.",
-            hint="Machine-busy hours, e.g. hours = 12.",
-            path=path,
-            value=hours,
-        )
-    hours = Decimal(hours)
-    if hours < 0:
-        raise ProjectFileError(
-            f"{path}: step {name!r} has negative hours ({hours}).", hint="A duration is zero or more hours.", path=path, value=str(hours)
-        )
-    lot = _whole(entry.get("lot", 1), path, f"step {name!r} lot")
-    if not 1 <= lot <= lots:
-        raise ProjectFileError(
-            f"{path}: step {name!r} runs on lot {lot}, the package has {lots}.",
-            hint="Number lots from 1; two steps on one lot run one after the other.",
-            path=path,
-            value=lot,
+            f"{path}: step {name!r} machine must be true or false, got {type_name(machine)}.", hint="machine = false", path=path
         )
     priority = entry.get("priority", "essential")
     if priority not in PRIORITIES:
         raise ProjectFileError(
-            f"{path}: step {name!r} has priority {priority!r}.", hint=f"Use one of: {', '.join(PRIORITIES)}.", path=path, value=priority
+            f"{path}: step {name!r} has priority {priority!r}.",
+            hint=f"Use one of: {', '.join(PRIORITIES)}.",
+            path=path,
+            value=str(priority),
         )
     runs = entry.get("runs", ())
-    runs = (runs,) if isinstance(runs, str) else tuple(str(r) for r in runs)
-    return Step(name, hours, lot, bool(entry.get("machine", True)), priority, runs)
+    runs = (runs,) if isinstance(runs, str) else runs
+    if not isinstance(runs, (list, tuple)) or not all(isinstance(pattern, str) for pattern in runs):
+        raise ProjectFileError(f"{path}: step {name!r} runs must be a pattern or a list of them.", hint='runs = "pilot-*"', path=path)
+    return Step(name, hours, lot, machine, priority, tuple(runs))
 
 
-def _expense(entry: object, path: Path) -> tuple[str, Decimal]:
-    if not isinstance(entry, dict) or "name" not in entry or "usd" not in entry:
+def _expense(entry: object, index: int, path: Path) -> tuple[str, Decimal]:
+    where = f"[[expenses]] #{index}"
+    check_table(path, where, entry, EXPENSE_KEYS, required=EXPENSE_KEYS)
+    name = _text(entry["name"], path, f"{where} name")
+    return name, _money(entry["usd"], path, f"expense {name!r}")
+
+
+def _text(value: object, path: Path, where: str) -> str:
+    if not isinstance(value, str) or not value.strip():
         raise ProjectFileError(
-            f"{path}: each [[expenses]] needs name and usd.", hint='[[expenses]] name = "storage", usd = "4.00"', path=path
+            f"{path}: {where} must be text, got {type_name(value)}.", hint='For example name = "control run".', path=path
         )
-    amount = _money(entry["usd"], path, f"expense {entry['name']!r}")
-    return str(entry["name"]), amount
+    return value
 
 
 def _money(value: object, path: Path, where: str) -> Decimal:
+    return _ranged(value, path, where, 0, MAX_USD, what="an amount of USD", hint='Write it as "47.14" (a non-negative number).')
+
+
+def _number(value: object, path: Path, where: str, highest: int) -> Decimal:
+    return _ranged(value, path, where, 0, highest, what="a number of hours", hint="Machine-busy hours, e.g. hours = 12.")
+
+
+def _whole(value: object, path: Path, where: str, lowest: int = 0, highest: int = MAX_INT) -> int:
+    return int(_ranged(value, path, where, lowest, highest, what="a whole number", hint="For example days = 3, lots = 1."))
+
+
+def _ranged(value: object, path: Path, where: str, lowest, highest, *, what: str, hint: str) -> Decimal:
+    """``value`` as a finite number of its kind within [lowest, highest]; the error says which of the three it is not."""
+    amount = _decimal(value, text_allowed=what.endswith("USD"))
+    if amount is None or (what == "a whole number" and amount != amount.to_integral_value()):
+        problem = f"must be {what}, got {type_name(value) if amount is None and not isinstance(value, Decimal) else _shown(value)}"
+    elif not lowest <= amount <= highest:
+        problem = f"= {_shown(value)} is outside {lowest} to {highest}"
+    else:
+        return amount
+    raise ProjectFileError(f"{path}: {where} {problem}.", hint=hint, path=path, value=str(value))
+
+
+def _decimal(value: object, *, text_allowed: bool) -> Decimal | None:
+    """A finite Decimal from a TOML number (or, for money, text); None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal, str)) or (isinstance(value, str) and not text_allowed):
+        return None
     try:
-        amount = (
-            value
-            if isinstance(value, Decimal)
-            else Decimal(str(value))
-            if isinstance(value, (str, int)) and not isinstance(value, bool)
-            else None
-        )
+        amount = Decimal(value.strip()) if isinstance(value, str) else Decimal(value)
     except ArithmeticError:
-        amount = None
-    if amount is None or not amount.is_finite() or amount < 0:
-        raise ProjectFileError(
-            f"{path}: {where} = {value!r} is not an amount of USD.",
-            hint='Write it as "47.14" (a non-negative number).',
-            path=path,
-            value=str(value),
-        )
-    return amount
+        return None
+    return amount if amount.is_finite() else None
 
 
-def _whole(value: object, path: Path, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, Decimal)) or Decimal(value) != int(value):
-        raise ProjectFileError(
-            f"{path}: {where} must be a whole number, got {value!r}.", hint="For example days = 3, lots = 1.", path=path, value=str(value)
-        )
-    return int(value)
+def _shown(value: object) -> str:
+    """A value as the user wrote it: '3' for text, 1E+400 and NaN for numbers, 'a table' for the rest."""
+    if isinstance(value, str):
+        return repr(value)
+    return str(value) if isinstance(value, (int, Decimal)) and not isinstance(value, bool) else type_name(value)
 
 
 def _read_toml(path: Path, hint: str) -> dict:

@@ -1,8 +1,10 @@
 """The runs of a project: export a run's evidence, summarize all runs, record decisions.
 
-Checks of a single run live in bundler/verify.py. A decision is appended to
+Checks of a single run live in verify.py, and its verdict (accepted, stopped, incomplete,
+failed) is the one `runs summary` and `plan` show. A decision is appended to
 runs/<id>/decisions.jsonl (one JSON line each, never rewritten): the last line is the
-current decision, the earlier ones its history. plan.toml is never touched.
+current decision, the earlier ones its history. plan.toml is never touched. A run ID
+names a folder of runs/ and nothing else; the runs folder lies inside the project.
 """
 
 from __future__ import annotations
@@ -10,17 +12,21 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import shlex
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
-from bundler.evidence.verify import CHECKSUMS, Verification, compare_checksums, file_hashes, verify_run
-from bundler.fsutil import atomic_write_text, read_json, staged_directory
+from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes
+from bundler.evidence.verify import Verification, verify_run
+from bundler.fsutil import atomic_write_text, naming, read_json, staged_directory, umask
 
 DECISIONS = ("launch", "fix-env", "revise-config")
 DECISIONS_FILE = "decisions.jsonl"
+PILOT_CONFIG = "config/pilot.json"
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")  # the generated pilot's own rule (evidence/store.py)
 
 
 # -- export ---------------------------------------------------------------------------
@@ -61,10 +67,12 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
             f"export destination {dest} is inside the run folder {run_dir}.", hint="Export to a folder outside the run.", path=dest
         )
     hashes = file_hashes(run_dir)
+    sums = "".join(f"{digest}  {name}\n" for name, digest in hashes.items())
     checksums = run_dir / CHECKSUMS
-    atomic_write_text(checksums, "".join(f"{digest}  {name}\n" for name, digest in hashes.items()))
-    with staged_directory(dest) as staging:
-        shutil.copytree(run_dir, staging, dirs_exist_ok=True)
+    with staged_directory(dest) as staging:  # DEST appears whole or not at all
+        shutil.copytree(run_dir, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns(CHECKSUMS))
+        staging.chmod(0o777 & ~umask())  # the copy is ours to complete, even of a read-only run folder
+        atomic_write_text(staging / CHECKSUMS, sums)
         problems, unlisted = compare_checksums(staging)
         if problems or unlisted:
             raise FindingsError(
@@ -72,6 +80,7 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
                 hint="Nothing was kept at the destination; check the disk, then export again.",
                 path=dest,
             )
+        atomic_write_text(checksums, sums)  # last: a failure before leaves the run folder as it was
     verification = verify_run(dest, reload=reload, python=python)
     return Export(run_dir, dest, len(hashes), checksums, verification)
 
@@ -80,10 +89,10 @@ def pull_commands(run_id: str, dest: Path) -> dict:
     """How to get a run from a rented box when bundler runs on the workstation (shell-quoted;
     USER, BOX and PROJECT are the user's to fill in)."""
     remote = shlex.quote(f"PROJECT/runs/{run_id}")
-    local = shlex.quote(str(dest))
+    local = shlex.quote(str(dest) if not str(dest).startswith("-") else f"./{dest}")  # never read as an option
     return {
         "checksums_on_box": f"cd {remote} && find . -type f ! -name {CHECKSUMS} -print0 | sort -z | xargs -0 sha256sum > {CHECKSUMS}",
-        "rsync": f"rsync -av --partial USER@BOX:{shlex.quote(f'PROJECT/runs/{run_id}/')} {shlex.quote(str(dest) + '/')}",
+        "rsync": f"rsync -av --partial USER@BOX:{shlex.quote(f'PROJECT/runs/{run_id}/')} {shlex.quote(shlex.split(local)[0] + '/')}",
         "scp": f"scp -rp USER@BOX:{remote} {local}",
         "check_copy": f"(cd {local} && sha256sum -c --quiet {CHECKSUMS}) && bundler runs verify {local}",
     }
@@ -91,18 +100,41 @@ def pull_commands(run_id: str, dest: Path) -> dict:
 
 # -- the runs of a project --------------------------------------------------------------
 def runs_dir(project: Path) -> Path:
-    """The project's runs folder, as config/pilot.json names it (default runs/)."""
+    """The project's runs folder, as config/pilot.json names it; it must lie inside the project."""
     project = Path(project)
     if not project.is_dir():
         raise UsageError(
             f"project folder {project} does not exist.", hint="Pass the project folder (it holds config/ and runs/).", path=project
         )
-    config = project / "config" / "pilot.json"
-    name = "runs"
-    if config.is_file():
-        document = read_json(config, hint="Fix its syntax; it names the runs folder (runs_dir).")
-        name = document.get("runs_dir", "runs") if isinstance(document, dict) else "runs"
+    config = project / PILOT_CONFIG
+    if not config.is_file():
+        raise ProjectFileError(
+            f"{project} is not a pilot project: {config} not found.",
+            hint="Run this in the project folder (the one `bundler new` made), or pass it (--project PROJECT for decide).",
+            path=config,
+        )
+    document = read_json(config, hint="Fix its syntax; it names the runs folder (runs_dir).")
+    name = document.get("runs_dir", "runs") if isinstance(document, dict) else None
+    pure = PurePosixPath(name) if isinstance(name, str) else None
+    if pure is None or not name.strip() or pure.is_absolute() or ".." in pure.parts:
+        raise ProjectFileError(
+            f"{config}: runs_dir = {name!r} is not a folder inside the project.",
+            hint='Write a path relative to the project folder, e.g. "runs_dir": "runs".',
+            path=config,
+            value=str(name),
+        )
     return project / name
+
+
+def run_folder(project: Path, run_id: str) -> Path:
+    """The folder of run ``run_id``: a name of the runs folder, never a path (../x, /abs) out of it."""
+    if not RUN_ID_RE.fullmatch(run_id):
+        raise UsageError(
+            f"{run_id!r} is not a run ID.",
+            hint="A run ID is a folder name under runs/: letters, digits, '.', '_' and '-'. `bundler runs summary` lists them.",
+            value=run_id,
+        )
+    return runs_dir(project) / run_id
 
 
 @dataclass
@@ -121,31 +153,26 @@ class RunRow:
         return self.__dict__.copy()
 
 
-def run_status(run_dir: Path) -> tuple[str, list[str]]:
-    """accepted / stopped / incomplete / failed, with the reasons (checkpoint reload not run)."""
-    summary = _read_json(run_dir / "summary.json")
-    if not summary:
-        manifest = _read_json(run_dir / "manifest.json")
-        return "incomplete", [
-            f"status {manifest.get('status', 'unknown')!r}, no summary.json: interrupted (resume with --resume {run_dir.name})"
-        ]
-    if summary.get("stopped"):
-        stopped = summary["stopped"]
-        return "stopped", [f"stop rule {stopped.get('rule')}: {stopped.get('reason')}"]
-    verification = verify_run(run_dir, reload=False)
-    if verification.accepted:
-        return "accepted", []
-    return "failed", [f"{check.name}: {check.detail}" for check in verification.problems]
+def verdict(run_dir: Path, *, reload: bool = True, python: str | None = None) -> tuple[str, list[str]]:
+    """accepted / stopped / incomplete / failed, with the reasons: `runs verify`'s own verdict."""
+    verification = verify_run(run_dir, reload=reload, python=python, reload_failed=False)
+    status = verification.status
+    if status == "incomplete":
+        return status, [f"no summary.json: interrupted (resume with --resume {shlex.quote(run_dir.name)})"]
+    if status == "stopped":
+        stopped = _read_json(run_dir / "summary.json").get("stopped") or {}
+        return status, [f"stop rule {stopped.get('rule')}: {stopped.get('reason')}"]
+    return status, [f"{check.name}: {check.detail}" for check in verification.problems]
 
 
-def collect_runs(project: Path) -> list[RunRow]:
+def collect_runs(project: Path, *, reload: bool = True, python: str | None = None) -> list[RunRow]:
     folder = runs_dir(project)
     if not folder.is_dir():
         return []
     rows = []
     for run_dir in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "manifest.json").is_file()):
         manifest, summary = _read_json(run_dir / "manifest.json"), _read_json(run_dir / "summary.json")
-        status, reasons = run_status(run_dir)
+        status, reasons = verdict(run_dir, reload=reload, python=python)
         decisions = read_decisions(run_dir)
         rows.append(
             RunRow(
@@ -169,12 +196,12 @@ def record_decision(project: Path, run_id: str, decision: str, why: str) -> dict
         raise UsageError(f"unknown decision {decision!r}.", hint=f"Use one of: {', '.join(DECISIONS)}.", value=decision)
     if not why or not why.strip():
         raise UsageError("a decision needs its rationale.", hint='Add --why "what you saw and why this decision".')
-    run_dir = runs_dir(project) / run_id
+    run_dir = run_folder(project, run_id)
     if not (run_dir / "manifest.json").is_file():
         raise UsageError(
             f"no run {run_id} in {run_dir.parent}.", hint="`bundler runs summary` lists the runs of the project.", value=run_id
         )
-    status, reasons = run_status(run_dir)
+    status, reasons = verdict(run_dir)
     from datetime import datetime, timezone
 
     entry = {
@@ -187,12 +214,13 @@ def record_decision(project: Path, run_id: str, decision: str, why: str) -> dict
         "run_reasons": reasons,
     }
     line = (json.dumps(entry, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(run_dir / DECISIONS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)  # one whole line per write: the history is only ever appended
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    with naming(run_dir / DECISIONS_FILE):
+        fd = os.open(run_dir / DECISIONS_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # the umask decides who reads it
+        try:
+            os.write(fd, line)  # one whole line per write: the history is only ever appended
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     return entry
 
 

@@ -3,29 +3,28 @@
 Every check runs and every problem is listed (not only the first); nothing in the run
 folder is modified. The run layout is the one the generated project's pilot writes:
 manifest.json, inputs.json (the input manifest it ran on), predictions.jsonl,
-rejections.jsonl, summary.json, checkpoint.pt, reload-sample.json, model.py and reload.py (the model
-definition and reload script, so the checkpoint reloads without the project).
+rejections.jsonl, summary.json, checkpoint.pt, texts.json (the text of every accepted document),
+model.py and reload.py (the model and the reload script, so the checkpoint reloads and
+re-predicts every accepted document without the project).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from bundler.errors import ProjectFileError, UsageError
-from bundler.fsutil import parse_json, read_json, sha256_file
+from bundler.evidence.checksums import CHECKSUMS, compare_checksums
+from bundler.evidence.reload import reload_in_fresh_process
+from bundler.fsutil import parse_json, read_json
 from bundler.machinepaths import machine_paths
 
 RUN_FILES = ("manifest.json", "inputs.json", "predictions.jsonl", "rejections.jsonl", "summary.json", "checkpoint.pt")
 OUTPUT_FILES = ("manifest.json", "summary.json", "predictions.jsonl", "rejections.jsonl", "decisions.jsonl")
-CHECKSUMS = "SHA256SUMS"
 MANIFEST_FIELDS = ("run_id", "config", "config_sha256", "input_manifest_sha256", "code_revision", "environment", "reload")
 ENVIRONMENT_FIELDS = ("python", "torch", "lock_sha256", "image_digest")
 LISTED = 5  # problems named per check before "and N more"
@@ -46,10 +45,19 @@ class Verification:
     run_dir: Path
     checks: list[Check] = field(default_factory=list)
     reload_seconds: float | None = None
+    ended: str = "complete"  # how the run itself ended: complete, stopped, failed, or incomplete (never finished)
 
     @property
     def accepted(self) -> bool:
         return all(check.ok for check in self.checks)
+
+    @property
+    def status(self) -> str:
+        """The one verdict on a run (`runs verify`, `runs summary` and `plan` all read it):
+        accepted, or why not: stopped (a stop rule), incomplete (interrupted), failed (a check)."""
+        if self.ended in ("stopped", "incomplete"):
+            return self.ended
+        return "accepted" if self.accepted else "failed"
 
     @property
     def problems(self) -> list[Check]:
@@ -59,6 +67,7 @@ class Verification:
         return {
             "run_dir": str(self.run_dir),
             "accepted": self.accepted,
+            "status": self.status,
             "checks": [check.as_dict() for check in self.checks],
             "reload_seconds": self.reload_seconds,
         }
@@ -86,6 +95,12 @@ class RunData:
         self.rejections = _read_jsonl(run_dir / "rejections.jsonl")
 
     @property
+    def ended(self) -> str:
+        if not isinstance(self.summary, dict):
+            return "incomplete"
+        return "stopped" if self.summary.get("stopped") else str(self.summary.get("status", "failed"))
+
+    @property
     def input_ids(self) -> list[str] | None:
         try:
             return [str(entry["id"]) for entry in self.inputs["documents"]]
@@ -101,8 +116,9 @@ class RunData:
             return None
 
 
-def verify_run(run_dir: Path, *, reload: bool = True, python: str | None = None) -> Verification:
-    """Run every check on ``run_dir``; with ``reload`` the checkpoint reloads in a fresh process."""
+def verify_run(run_dir: Path, *, reload: bool = True, python: str | None = None, reload_failed: bool = True) -> Verification:
+    """Run every check on ``run_dir``; with ``reload`` the checkpoint reloads in a fresh process
+    (without ``reload_failed``, only when every other check passed: the verdict is the same, sooner)."""
     run_dir = Path(run_dir)
     if not run_dir.exists():
         raise UsageError(f"run folder {run_dir} does not exist.", hint="Pass a folder under runs/, e.g. runs/pilot-001.", path=run_dir)
@@ -115,6 +131,7 @@ def verify_run(run_dir: Path, *, reload: bool = True, python: str | None = None)
         return result
     result.checks.append(Check("run_folder", True, f"{len(present)} of {len(RUN_FILES)} run files present"))
     data = RunData(run_dir)
+    result.ended = data.ended
     for check in (
         check_manifest,
         check_files_complete,
@@ -123,15 +140,16 @@ def verify_run(run_dir: Path, *, reload: bool = True, python: str | None = None)
         check_no_invented_ids,
         check_counts,
         check_categories,
+        check_scores,
         check_rejection_reasons,
         check_machine_paths,
         check_run_status,
         check_checksums,
     ):
         result.checks.append(check(data))
-    if reload:
+    if reload and (reload_failed or result.accepted):
         started = time.perf_counter()
-        result.checks.append(check_checkpoint_reload(run_dir, python))
+        result.checks.append(check_checkpoint_reload(data, python))
         result.reload_seconds = round(time.perf_counter() - started, 3)
     return result
 
@@ -154,7 +172,22 @@ def check_manifest(data: RunData) -> Check:
             problems.append(f"config_sha256 {str(manifest['config_sha256'])[:12]}… does not match the recorded config ({actual[:12]}…)")
     if "reload" in manifest and not (isinstance(manifest["reload"], dict) and manifest["reload"].get("command")):
         problems.append("reload instructions lack a command")
+    problems += [f"names {named!r}, {why}" for named, why in _named_files(data.run_dir, manifest)]
     return _verdict(name, problems, "parameters, hashes, code revision, environment and reload instructions recorded")
+
+
+def _named_files(run_dir: Path, manifest: dict) -> list[tuple[str, str]]:
+    """The files the manifest says the run holds (input copy, checkpoint, code, texts) that it does not hold."""
+    reload = manifest.get("reload") if isinstance(manifest.get("reload"), dict) else {}
+    code = reload.get("code") if isinstance(reload.get("code"), list) else [reload.get("code")]
+    named = [manifest.get("input_copy"), reload.get("checkpoint"), reload.get("texts"), *code]
+    wrong = []
+    for name in (n for n in named if n is not None):
+        if not isinstance(name, str) or PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts or "\\" in name:
+            wrong.append((str(name), "which is not a file name inside the run folder"))
+        elif not (run_dir / name).is_file():
+            wrong.append((name, "which the run folder does not hold"))
+    return wrong
 
 
 def check_files_complete(data: RunData) -> Check:
@@ -230,6 +263,15 @@ def check_categories(data: RunData) -> Check:
     return _verdict("categories_allowed", _named("category not allowed", wrong), f"every prediction is one of {', '.join(categories)}")
 
 
+def check_scores(data: RunData) -> Check:
+    bad = [
+        f"{r.get('id')}: {r.get('score')!r}"
+        for r in data.predictions.records
+        if isinstance(r.get("score"), bool) or not isinstance(r.get("score"), (int, float)) or not 0 <= r["score"] <= 1
+    ]
+    return _verdict("scores_valid", _named("score not a number in [0, 1]", bad), "every score is a number in [0, 1]")
+
+
 def check_rejection_reasons(data: RunData) -> Check:
     bare = [str(r.get("id")) for r in data.rejections.records if not (isinstance(r.get("reason"), str) and r["reason"].strip())]
     return _verdict(
@@ -282,70 +324,9 @@ def check_checksums(data: RunData) -> Check:
     return _verdict("checksums", problems, detail)
 
 
-def check_checkpoint_reload(run_dir: Path, python: str | None = None) -> Check:
-    name = "checkpoint_reload"
-    script = run_dir / "reload.py"
-    if not script.is_file():
-        return Check(name, False, "reload.py is missing: the run does not say how to reload its checkpoint")
-    if not (run_dir / "checkpoint.pt").is_file():
-        return Check(name, False, "checkpoint.pt is missing")
-    interpreter = python or sys.executable
-    if python is None and importlib.util.find_spec("torch") is None:
-        return Check(
-            name,
-            False,
-            f"torch is not installed in bundler's interpreter ({sys.executable}): the checkpoint cannot be reloaded here. "
-            f"Hint: install torch next to bundler, pass --python PATH of an interpreter that has it, "
-            f"or run `python {run_dir.name}/reload.py {run_dir.name}` where torch is installed.",
-        )
-    try:
-        result = subprocess.run([interpreter, "-B", str(script), str(run_dir), "--json"], capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return Check(name, False, f"the reload process could not run with {interpreter}: {error}")
-    try:
-        report = json.loads(result.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        tail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        return Check(name, False, f"the reload process failed (exit {result.returncode}): {tail}")
-    if not report.get("ok"):
-        return Check(name, False, "; ".join(report.get("problems") or ["reload failed"]))
-    ids = ", ".join(entry["id"] for entry in report.get("sample", []))
-    return Check(name, True, f"reloaded in a fresh process; reproduced the stored predictions of {ids or 'no sample document'}")
-
-
-# -- checksums (shared with export) ----------------------------------------------------
-def file_hashes(folder: Path) -> dict[str, str]:
-    """SHA-256 of every file under ``folder`` except the checksum list itself, by relative path."""
-    return {
-        path.relative_to(folder).as_posix(): sha256_file(path)
-        for path in sorted(folder.rglob("*"))
-        if path.is_file() and path.relative_to(folder).as_posix() != CHECKSUMS
-    }
-
-
-def read_checksums(path: Path) -> dict[str, str]:
-    """``sha256sum`` format: '<hex>  <path>' (or '<hex> *<path>'), './' prefixes allowed."""
-    listed = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        digest, _, name = line.strip().partition(" ")
-        name = name.lstrip(" *")
-        if digest and name:
-            listed[name[2:] if name.startswith("./") else name] = digest.lower()
-    return listed
-
-
-def compare_checksums(folder: Path) -> tuple[list[str], list[str]]:
-    """Problems (a listed file missing or different) and files present but not listed."""
-    listed = read_checksums(folder / CHECKSUMS)
-    actual = file_hashes(folder)
-    problems = []
-    for name, digest in listed.items():
-        if name not in actual:
-            problems.append(f"{name} is listed in {CHECKSUMS} but missing")
-        elif actual[name] != digest:
-            problems.append(f"{name} differs from its SHA-256 in {CHECKSUMS}")
-    unlisted = sorted(set(actual) - set(listed))
-    return problems, unlisted
+def check_checkpoint_reload(data: RunData, python: str | None = None) -> Check:
+    ok, detail = reload_in_fresh_process(data.run_dir, _ids(data.predictions), python)
+    return Check("checkpoint_reload", ok, detail)
 
 
 # -- helpers --------------------------------------------------------------------------

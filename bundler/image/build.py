@@ -34,13 +34,14 @@ from pathlib import Path
 
 from bundler import engine as engines
 from bundler.errors import FindingsError
-from bundler.image import handoff
+from bundler.image import handoff, wheelbuild
 from bundler.image.checks import project_checks
 from bundler.image.context import ProjectFiles, collect, write_project_context
 from bundler.image.deps import DepsImage, asked_route, dependency_image, pins_sha256
 from bundler.image.dockerfile import Dockerfiles, default_base, flavour_for, render
 from bundler.image.labels import labels_for
 from bundler.image.reproducible import compare
+from bundler.image.runcommand import run_commands
 from bundler.image.size import SizeReport, enforce, size_report
 from bundler.image.steps import Progress, remove_image, run_engine_build
 from bundler.lock.lockfile import Lock, fresh_lock
@@ -61,6 +62,7 @@ class Plan:
     base_image: object
     labels: dict
     files: ProjectFiles
+    notes: list  # what preparing the lock said (wheels built from source)
 
 
 @dataclass
@@ -83,6 +85,7 @@ class BuildResult:
     push: dict | None = None
     reproducible: dict | None = None
     seconds: float = 0.0
+    commands: dict = field(default_factory=dict)  # docker run lines that pass as printed (image/runcommand.py)
 
     @property
     def image_id(self) -> str:
@@ -116,6 +119,7 @@ class BuildResult:
             "export": self.export,
             "push": self.push,
             "seconds": round(self.seconds, 1),
+            "commands": self.commands,
         }
 
 
@@ -142,11 +146,12 @@ def plan_build(bundle: Bundle, base: str | None, say) -> Plan:
     dockerfiles = render(bundle, flavour, base or default_base(bundle, flavour))
     engine = engines.client()
     base_image = engines.base_image(engine, dockerfiles.base, say=say)
+    lock, notes = wheelbuild.prepare(lock, bundle, engine, base_image, say)  # pins without a wheel for the Target
     files = collect(bundle.root)
     if files.secrets:
         say(f"Left out of the build context as secrets ({len(files.secrets)}): {', '.join(files.secrets)}")
     labels = labels_for(bundle, dockerfiles.flavour, base_image, lock.sha256)
-    return Plan(bundle, lock, dockerfiles, engine, base_image, labels, files)
+    return Plan(bundle, lock, dockerfiles, engine, base_image, labels, files, notes)
 
 
 def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference: str | None = None, say=print) -> Built:
@@ -169,8 +174,14 @@ def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference
     except BaseException:
         remove_image(engine, image_id)
         raise
-    torch = next((c["finding"].get("torch", {}) for c in deps.verdict.get("checks", []) if c["name"] == "torch build"), {})
-    smoke = {"ok": True, "torch": torch, "dependencies": {"reused": deps.reused} | deps.verdict, "project": project}
+    findings = {check["name"]: check["finding"] for check in deps.verdict.get("checks", [])}
+    smoke = {
+        "ok": True,
+        "torch": findings.get("torch build", {}).get("torch", {}),
+        "imports": findings.get("imports"),
+        "dependencies": {"reused": deps.reused} | deps.verdict,
+        "project": project,
+    }
     return Built(image_id, deps, context.bytes, dockerfile, smoke)
 
 
@@ -187,13 +198,14 @@ def run_build(
     say=lambda text: None,
 ) -> BuildResult:
     started = time.monotonic()
+    for reference in (tag, push):  # a bad --tag or --push is refused before anything is built
+        if reference:
+            handoff.split_reference(reference)
     plan = plan_build(bundle, base, say)
     engine = plan.engine
-    notes = [plan.base_image.note] if plan.base_image.note else []
+    notes = ([plan.base_image.note] if plan.base_image.note else []) + plan.notes
     tag = tag or default_tag(bundle, plan.lock.sha256)
-    repository, version = handoff.split_reference(tag)  # a bad --tag is refused before the build
-    if push:
-        handoff.split_reference(push)
+    repository, version = handoff.split_reference(tag)
     with tempfile.TemporaryDirectory(prefix="bundler-context-") as work:
         built = build_once(plan, Path(work), no_cache=no_cache, say=say)
         notes += built.deps.notes
@@ -210,6 +222,7 @@ def run_build(
     if record_base_digest(bundle, plan.base_image, overridden=base is not None):
         notes.append(f"bundle.toml [target] base_digest set to {plan.base_image.digest.split('@')[-1]}")
     result = BuildResult(f"{repository}:{version}", built, plan, report, notes, reproducible=reproducible)
+    result.commands = run_commands(result.tag, bundle.target.backend)
     if reproducible and not reproducible["reproducible"]:
         raise FindingsError(
             "the image is not reproducible: two cold builds of the same inputs differ"

@@ -6,7 +6,8 @@ finding. Their verdict is recorded on the dependency image as a label and not ru
 while that image is reused. Today's list: torch's build against the Target, and the
 shared libraries (every ``.so`` under torch/lib and nvidia/*/lib resolves with ``ldd``;
 for a real CUDA build libcudart, libcublas and libcudnn load through ctypes without a
-driver). More checks append to the list ``dependency_checks`` returns.
+driver), and every direct dependency's import (importcheck.py). More checks append to the
+list ``dependency_checks`` returns.
 
 **Project checks** run on every build, without starting a container: the image's user
 and entry point, the project's lock against the pins the dependency image was made
@@ -22,7 +23,7 @@ import tarfile
 from dataclasses import dataclass
 
 from bundler.errors import BuildError
-from bundler.image import layout
+from bundler.image import importcheck, layout
 from bundler.image.labels import PINS_LABEL
 from bundler.lock.installcheck import torch_build_check
 
@@ -97,10 +98,12 @@ def libraries_check(backend: str) -> str:
 def dependency_checks(bundle) -> list[Check]:
     """The checks of a new dependency image, in order (what the Target needs of the installed packages)."""
     target, python = bundle.target, layout.PYTHON
-    return [
+    checks = [
         Check("torch build", (python, "-c", torch_build_check(target))),
         Check("shared libraries", (python, "-c", libraries_check(target.backend))),
     ]
+    imports = importcheck.import_argv(bundle, python)
+    return checks + ([Check(importcheck.NAME, imports)] if imports else [])
 
 
 RUNNER = (  # the checks run side by side (a CUDA image's ldd pass and torch's import each take seconds)
@@ -151,6 +154,8 @@ def run_dependency_checks(engine, image_id: str, checks: list[Check], python: st
     failed = [result for result in results if not result["ok"]]
     if code != 0 or not results or failed:
         first = failed[0] if failed else {"name": "the checks' runner", "output": output.strip()[-1500:]}
+        if first["name"] == importcheck.NAME and importcheck.failure(first.get("finding") or {}):
+            raise importcheck.failure(first["finding"])
         raise BuildError(
             f"the dependency image failed its check {first['name']!r}: "
             + json.dumps(first.get("finding") or {}, sort_keys=True)[:600]

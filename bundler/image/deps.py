@@ -31,7 +31,7 @@ from pathlib import Path
 from bundler import __version__
 from bundler.engine import loopback_blocker
 from bundler.errors import BuildError, UsageError
-from bundler.image import wheelhouse
+from bundler.image import cleanup, importcheck, wheelhouse
 from bundler.image.checks import Check, dependency_checks, run_dependency_checks
 from bundler.image.context import write_deps_context, write_dockerfile_context
 from bundler.image.dockerfile import ROUTES, Dockerfiles, label_instruction
@@ -59,6 +59,7 @@ class DepsImage:
     served_bytes: int = 0  # sent over loopback
     seconds: float = 0.0
     notes: list = field(default_factory=list)
+    stage_images_removed: list = field(default_factory=list)  # a thrown-away install stage's step images
 
     def as_dict(self) -> dict:
         return {
@@ -70,6 +71,7 @@ class DepsImage:
             "wheelhouse_bytes": self.wheelhouse_bytes,
             "served_bytes": self.served_bytes,
             "seconds": round(self.seconds, 1),
+            "stage_images_removed": self.stage_images_removed,
         }
 
 
@@ -167,6 +169,9 @@ def _check_and_label(engine, made: DepsImage, lock: Lock, checks: list[Check], w
     """Run the checks in the new image, then record their verdict, the key and the pins as labels (no layer)."""
     say(f"Checking the new dependency image: {', '.join(check.name for check in checks)}…")
     results = run_dependency_checks(engine, made.image_id, checks)
+    for result in results:
+        for item in result["finding"].get("warnings", []) if result["name"] == importcheck.NAME else []:
+            say(f"note: import {importcheck.describe(item)} ({item['hint']})")
     made.verdict = {"ok": True, "install": INSTALL_NOTE, "checks": results, "pins_sha256": pins_sha256(lock), "bundler": __version__}
     labels = {DEPS_LABEL: made.key, PINS_LABEL: pins_sha256(lock), VERDICT_LABEL: json.dumps(made.verdict, sort_keys=True)}
     context = write_dockerfile_context(f"FROM {made.image_id}\n{label_instruction(labels)}\n", work / "label.tar")
@@ -188,15 +193,14 @@ def _loopback_build(engine, dockerfiles, lock, wheels, work: Path, made: DepsIma
             f"{server.url}, installed with --require-hashes (nothing is committed but the environment)…"
         )
         try:
-            with Progress() as progress:
-                image_id = run_engine_build(
-                    engine,
-                    context,
-                    progress,
-                    network_mode=dockerfiles.deps_network("loopback"),
-                    buildargs={"WHEELHOUSE": server.url.rstrip("/")},
-                    no_cache=no_cache,
-                )
+            image_id = _recorded_build(
+                engine,
+                context,
+                made,
+                network_mode=dockerfiles.deps_network("loopback"),
+                buildargs={"WHEELHOUSE": server.url.rstrip("/")},
+                no_cache=no_cache,
+            )
         except EngineBuildError as error:
             _mismatch_error(server.served.mismatches)
             if server.served.requests == 0 and "--find-links" in error.message:  # the install step ran, pip never got through
@@ -227,5 +231,15 @@ def _context_build(engine, dockerfiles, lock, wheels, work: Path, made: DepsImag
         f"Dependency image {made.reference}: context {context.bytes / 1e6:.1f} MB (wheelhouse {made.wheelhouse_bytes / 1e6:.1f} MB in "
         f"{len(wheels)} files) to an install stage that is thrown away; installing with --require-hashes…"
     )
+    return _recorded_build(engine, context, made, network_mode=dockerfiles.deps_network("context"), no_cache=no_cache)
+
+
+def _recorded_build(engine, context, made: DepsImage, **options) -> str:
+    """The engine build; the step images of a stage the result does not stand on are removed, failed or not."""
     with Progress() as progress:
-        return run_engine_build(engine, context, progress, network_mode=dockerfiles.deps_network("context"), no_cache=no_cache)
+        recorder, image_id = cleanup.StageRecorder(progress), None
+        try:
+            image_id = run_engine_build(engine, context, recorder, **options)
+        finally:  # an install stage holds the wheelhouse and a second copy of the environment
+            made.stage_images_removed = cleanup.remove_leftovers(engine, recorder, image_id)
+    return image_id

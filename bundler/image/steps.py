@@ -81,22 +81,12 @@ def run_engine_build(
     return engine.images.get(image_id).id
 
 
-def image_exists(engine, reference: str) -> bool:
-    import docker.errors
-
-    try:
-        engine.images.get(reference)
-        return True
-    except docker.errors.ImageNotFound:
-        return False
-
-
 def remove_image(engine, image_id: str) -> None:
     """Remove ``image_id`` and the untagged steps that only it used (never a tagged image)."""
     import docker.errors
 
     try:
-        engine.api.remove_image(image_id, force=True)
+        engine.api.remove_image(image_id, force=True, noprune=False)  # its untagged step images go with it
     except docker.errors.APIError:
         pass
 

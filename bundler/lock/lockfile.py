@@ -32,6 +32,7 @@ HEADER_KEYS = (
     "extra-index-url",
     "base-image",
     "bundler-version",
+    "resolver",
     "input-sha256",
     "body-sha256",
 )
@@ -73,6 +74,7 @@ class LockHeader:
     bundler_version: str
     input_sha256: str
     body_sha256: str = ""
+    resolver: str = ""  # what resolved it, e.g. "pip-tools 7.6.2 on this host" (informational)
 
     @property
     def torch_index(self) -> str:
@@ -101,6 +103,7 @@ def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
         f"# extra-index-url: {' '.join(header.extra_index_urls)}",
         f"# base-image: {header.base_image}",
         f"# bundler-version: {header.bundler_version}",
+        f"# resolver: {header.resolver}",
         f"# input-sha256: {header.input_sha256}",
         f"# body-sha256: {body_hash(body)}",
     ]
@@ -136,6 +139,7 @@ def parse_header(fields: dict[str, str]) -> LockHeader | None:
         bundler_version=fields.get("bundler-version", ""),
         input_sha256=fields["input-sha256"],
         body_sha256=fields["body-sha256"],
+        resolver=fields.get("resolver", ""),
     )
 
 
@@ -274,10 +278,10 @@ def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_i
 
 
 def bundle_lock(bundle) -> Lock:
-    """The bundle's lock, its state judged against the project's requirements.in and Target."""
-    requirements = bundle.root / "requirements.in"
-    text = requirements.read_text(encoding="utf-8") if requirements.is_file() else None
-    return read_lock(bundle.lock_path, text, bundle.target)
+    """The bundle's lock, its state judged against the project's requirements.in (with its includes) and Target."""
+    from bundler.lock.includes import input_text
+
+    return read_lock(bundle.lock_path, input_text(bundle.root), bundle.target)
 
 
 def fresh_lock(bundle) -> Lock:

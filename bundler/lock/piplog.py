@@ -8,6 +8,7 @@ from pathlib import Path
 from bundler.errors import ExternalError, LockError
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
+from bundler.lock.uvresolve import uv_summary
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
 
@@ -23,11 +24,15 @@ def _conflict_causes(log: str) -> str:
     found = re.findall(r"requirement=\w+\('([^']+)'\), parent=(None|\w+\('([^']*)'\))", impossible)
     if not found:
         return ""
-    parts = [
-        f"{spec} ({Path(parent_link).name.split('-py')[0].split('-cp')[0] if parent_link else 'requirements.in'})"
-        for spec, _, parent_link in found
-    ]
+    parts = [f"{spec} ({_parent(parent_link) if parent_link else 'requirements.in'})" for spec, _, parent_link in found]
     return "conflicting requirements: " + " vs ".join(parts[:4])
+
+
+def _parent(link: str) -> str:
+    """'scikit-learn 1.9.1' from "https://…/scikit_learn-1.9.1-cp311-….whl (from https://…) (requires-python:…)"."""
+    filename = Path(link.split()[0].split("#")[0]).name
+    name, _, rest = filename.partition("-")
+    return f"{name.replace('_', '-')} {rest.split('-')[0].removesuffix('.tar.gz').removesuffix('.zip')}".strip()
 
 
 def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[str, str]], kept_pins: bool) -> Exception:
@@ -52,10 +57,13 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
     lacking = _index_without_torch(spec, log, indexes)
     if lacking is not None:
         return lacking
-    errors = [line for line in lines if line.startswith("ERROR:")]
-    causes = _conflict_causes(log)
-    summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
-    summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
+    if spec.resolver == "uv":
+        summary = uv_summary(log)
+    else:
+        errors = [line for line in lines if line.startswith("ERROR:")]
+        causes = _conflict_causes(log)
+        summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
+        summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
     requirements = spec.bundle.root / REQUIREMENTS_IN
     hint = f"Loosen or fix the pins in {requirements} named above. The previous lock was not touched."
     if kept_pins:
@@ -74,9 +82,8 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
 def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:
     """When pip found no torch build, the index (a BUNDLER_INDEX_MAP mirror, say) that should serve it, named."""
     torch = f"torch=={spec.pins['torch']}"
-    if not re.search(
-        rf"(No matching distribution found|Could not find a version that satisfies the requirement) {re.escape(torch)}\b", log
-    ):
+    said = r"(No matching distribution found for|Could not find a version that satisfies the requirement|there is no version of)"
+    if not re.search(rf"{said} {re.escape(torch)}(?![\w.+])", log) and "torch was not found in the package registry" not in log:
         return None
     from packaging.version import Version
 

@@ -16,15 +16,27 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
+from bundler.lock.directrefs import project_index
 from bundler.lock.hashes import hash_body
 from bundler.lock.piplog import resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
-from bundler.pipsettings import PipSettings, cache_dir, host_pip_settings, index_map, open_url, pip_environment, resolution_url
+from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
+from bundler.pipsettings import (
+    PipSettings,
+    cache_dir,
+    container_pip,
+    host_pip_settings,
+    index_map,
+    open_url,
+    pip_environment,
+    reachable_url,
+)
+from bundler.target.versions import DOCKER_ARCH
 
 # pip 25.3 is the first whose resolver no longer downloads every chosen wheel once their
 # metadata is known (PEP 658 or fast-deps): 4 GB for a CUDA torch before it.
@@ -37,16 +49,15 @@ class Resolution:
     where: str  # "host" | "container <image>"
     seconds: float
     log: str
+    resolver: str = ""  # "pip-tools 7.6.2" | "uv 0.13.9"
+    notes: list[str] = field(default_factory=list)
 
 
 def resolution_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """(public URL, URL resolution reads) of each index of the lock, in pip's order."""
-    indexes = []
-    for public in [spec.index_url, *spec.extra_index_urls]:
-        url = resolution_url(public, pairs)
-        if url == public and public == spec.build.pypi_index and settings.index_mirror:
-            url = settings.index_mirror
-        indexes.append((public, url))
+    indexes = [
+        (public, reachable_url(public, pairs, settings, spec.build.pypi_index)) for public in [spec.index_url, *spec.extra_index_urls]
+    ]
     return indexes + [(url, url) for url in settings.extra_index_urls]
 
 
@@ -79,40 +90,70 @@ def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[st
 
 
 def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolution:
+    """Resolution for the Target, then the hashes from the indexes. When the previous lock's
+    pins (kept as preferences) conflict with a tightened requirement, it runs again without them."""
     settings = host_pip_settings()
     pairs = index_map()
     indexes = resolution_indexes(spec, settings, pairs)
-    urls = [url for _, url in indexes]
     probe_indexes(spec, settings, pairs)
+    started = time.monotonic()
+    kept_pins = bool(previous_body) and not upgrade
+    with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
+        # the project's own wheels, as an index of their own: resolved and hashed, never recorded
+        urls = [url for _, url in indexes] + project_index(spec.requirements.project_wheels, Path(local))
+        code, log, where, tool, body = _resolve_once(spec, settings, pairs, urls, previous_body if kept_pins else None)
+        notes, retried = [], False
+        if code != 0 and kept_pins and _conflict(log):
+            notes.append("the previous lock's pins conflicted with requirements.in, so everything was resolved again (as --upgrade does)")
+            kept_pins, retried = False, True
+            code, log, where, tool, body = _resolve_once(spec, settings, pairs, urls, None)
+        if code != 0:
+            error = resolution_error(spec, log, where, indexes, kept_pins)
+            if retried and isinstance(error, LockError):
+                error.hint = (
+                    "Loosen or fix the pins named above: resolving again without the current lock's pins, as `bundler lock --upgrade` "
+                    "does, conflicts all the same. The previous lock was not touched."
+                )
+            raise error
+        body = hash_body(body, urls, settings)
+    return Resolution(body, where, time.monotonic() - started, log, tool, notes)
+
+
+def _conflict(log: str) -> bool:
+    return "ResolutionImpossible" in log or "No solution found when resolving" in log
+
+
+def _resolve_once(
+    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], kept: str | None
+) -> tuple[int, str, str, str, str]:
+    """(exit code, log, where, resolver, pip-compile's body) of one resolution."""
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
-        kept_pins = bool(previous_body) and not upgrade
-        if kept_pins:  # pip-compile keeps existing pins that still fit
-            (work_dir / "lock.txt").write_text(previous_body, encoding="utf-8")
-        started = time.monotonic()
-        if spec.host_mismatch:
+        if kept:  # both resolvers keep an output file's pins that still fit
+            (work_dir / "lock.txt").write_text(kept, encoding="utf-8")
+        if spec.resolver == "uv":
+            cache = str(cache_dir())
+            argv = uv_argv(spec.target, urls, "lock.txt")
+            completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache), capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}"
+        elif spec.host_mismatch:
             code, log, where = _resolve_in_container(spec, settings, pairs, urls, work_dir)
+            tool = f"pip-tools {_piptools_version()}"
         else:
             cache = str(cache_dir())
-            argv = [
-                sys.executable,
-                "-m",
-                "piptools",
-                "compile",
-                *_compile_args(urls, settings, cache),
-                "-o",
-                "lock.txt",
-                REQUIREMENTS_IN,
-            ]
-            completed = subprocess.run(
-                argv, cwd=work_dir, env=pip_environment(settings, cache, settings.cert), capture_output=True, text=True
-            )
-            code, log, where = completed.returncode, completed.stdout + completed.stderr, "host"
-        if code != 0:
-            raise resolution_error(spec, log, where, indexes, kept_pins)
-        body = hash_body((work_dir / "lock.txt").read_text(encoding="utf-8"), urls, settings)
-    return Resolution(body, where, time.monotonic() - started, log)
+            argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(urls, settings, cache), "-o", "lock.txt", REQUIREMENTS_IN]
+            env = pip_environment(settings, cache, settings.cert)
+            completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
+            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}"
+        body = (work_dir / "lock.txt").read_text(encoding="utf-8") if code == 0 else ""
+    return code, log, where, tool, body
+
+
+def _piptools_version() -> str:
+    from importlib.metadata import version
+
+    return version("pip-tools")
 
 
 def _resolve_in_container(
@@ -123,6 +164,7 @@ def _resolve_in_container(
     from bundler.engine import base_image
 
     image_id = base_image(client, image).image_id
+    _check_architecture(client, image, spec.target.platform)
     cache = cache_dir()
     tools = _tools_wheelhouse(spec.target.python, cache)
     volumes = {
@@ -135,19 +177,13 @@ def _resolve_in_container(
         if local.startswith("file://"):
             folder = Path(local[len("file://") :])
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}  # same path: file:// URLs and links stay valid
+    for folder in [url[len("file://") :] for url in urls if url.startswith("file://")] + spec.requirements.find_links:
+        volumes.setdefault(folder, {"bind": folder, "mode": "ro"})  # the project's wheels and their index, at the same path
     for folder in sorted(_local_link_targets(pairs)):
         if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
-    cert = None
-    if settings.cert and Path(settings.cert).is_file():
-        volumes[str(Path(settings.cert).resolve())] = {"bind": "/etc/bundler/ca.pem", "mode": "ro"}
-        cert = "/etc/bundler/ca.pem"
-    env = {
-        k: v
-        for k, v in pip_environment(settings, "/cache", cert).items()
-        if k.startswith(("PIP_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"))
-    }
-    env.update({"HOME": "/tmp", "PYTHONUTF8": "1"})
+    env, cert_volumes = container_pip(settings, "/cache")
+    volumes.update(cert_volumes)
     args = _compile_args(urls, settings, "/cache")
     venv = f"/cache/venv-pip25-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
     script = "\n".join(
@@ -170,12 +206,21 @@ def _resolve_in_container(
         user=f"{os.getuid()}:{os.getgid()}",
         detach=True,
         network_mode="bridge",
+        platform=f"linux/{DOCKER_ARCH[spec.target.platform]}",
     )
     try:
         code = container.wait().get("StatusCode", 1)
         log = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
     finally:
         container.remove(force=True)
+    if code in (126, 127) or "exec format error" in log:
+        raise LockError(
+            f"this engine cannot run the {DOCKER_ARCH[spec.target.platform]} image {image} that resolution for "
+            f"{spec.target.platform} needs: {log.strip()[-200:] or f'exit {code}'}",
+            hint="Let the engine emulate it (Debian: apt-get install qemu-user-static binfmt-support), or resolve on this host with "
+            "`bundler lock --resolver uv`.",
+            value=image,
+        )
     if code == 42:
         raise LockError(
             f"resolution must run in the target image {image}, but it has no python{spec.target.python}: {log.strip()[-200:]}",
@@ -184,6 +229,18 @@ def _resolve_in_container(
             value=image,
         )
     return code, log, f"container {image}"
+
+
+def _check_architecture(client, image: str, platform: str) -> None:
+    """pip-compile resolves for the machine it runs on: the image must be the Target's architecture."""
+    found = client.images.get(image).attrs.get("Architecture", "")
+    if found and found != DOCKER_ARCH[platform]:
+        raise LockError(
+            f"the base image {image} is {found}, but the Target is {platform}: pip-compile in it would resolve for {found}.",
+            hint=f"Set [target] base_image to a {DOCKER_ARCH[platform]} image with the Target's Python, or resolve on this host "
+            "with `bundler lock --resolver uv`.",
+            value=image,
+        )
 
 
 def _local_link_targets(pairs: list[tuple[str, str]]) -> set[Path]:
@@ -215,9 +272,7 @@ def _engine(spec: LockSpec, image: str):
 
 def _tools_wheelhouse(python: str, cache: Path) -> Path:
     """Pure-Python wheels of pip-tools and its dependencies for the container, fetched once."""
-    from importlib.metadata import version
-
-    tools = cache / "tools" / f"pip-tools-{version('pip-tools')}-pip25-py{python}"
+    tools = cache / "tools" / f"pip-tools-{_piptools_version()}-pip25-py{python}"
     if (tools / ".ready").is_file():
         return tools
     tools.mkdir(parents=True, exist_ok=True)
@@ -238,7 +293,7 @@ def _tools_wheelhouse(python: str, cache: Path) -> Path:
         "none",
         "--platform",
         "any",
-        f"pip-tools=={version('pip-tools')}",
+        f"pip-tools=={_piptools_version()}",
         PIP_FLOOR,
     ]
     completed = subprocess.run(argv, capture_output=True, text=True)

@@ -23,6 +23,7 @@ from bundler.lock.lint import ensure_lintless
 from bundler.lock.lockfile import LockHeader, read_lock, render_lock, target_fields
 from bundler.lock.request import requested_target
 from bundler.lock.resolve import Resolution, resolve
+from bundler.lock.sidecar import make_sidecar, read_sidecar, sidecar_problems, write_sidecar
 from bundler.lock.spec import LockSpec, make_spec
 from bundler.pipsettings import host_pip_settings
 from bundler.target.bundle import Bundle, update_target
@@ -38,6 +39,7 @@ class LockResult:
     resolution: Resolution | None = None
     target_updated: bool = False
     backup: Path | None = None
+    sidecar: dict | None = None
 
     def as_dict(self) -> dict:
         data = {"ok": True, "action": self.action, "lock": str(self.lock_path), "target_updated": self.target_updated}
@@ -47,6 +49,8 @@ class LockResult:
             data["resolve_seconds"] = round(self.resolution.seconds, 3)
         if self.backup:
             data["backup"] = str(self.backup)
+        if self.sidecar:
+            data["source_builds"] = self.sidecar["source_builds"]
         return data
 
 
@@ -60,6 +64,7 @@ def run_lock(
     python=None,
     torch_index=None,
     platform=None,
+    resolver="pip-tools",
     upgrade=False,
     dry_run=False,
     say=lambda text: None,
@@ -68,7 +73,7 @@ def run_lock(
     target = requested_target(
         bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, torch_index=torch_index, platform=platform
     )
-    spec = make_spec(bundle, target, table)
+    spec = make_spec(bundle, target, table, resolver)
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)
     lock = read_lock(spec.lock_path, spec.requirements_in, target)
@@ -82,7 +87,7 @@ def run_lock(
         )
     if state.status == "fresh" and not upgrade and target == bundle.target:
         say(f"{spec.lock_path.name} is up to date for {target.describe()} (input hash and body hash match); nothing to resolve.")
-        return LockResult(spec, "unchanged", spec.lock_path)
+        return LockResult(spec, "unchanged", spec.lock_path, sidecar=refresh_sidecar(spec, lock, say))
     previous = None
     old = state.header
     same_build = old is not None and (old.build, old.torch_index, old.target.get("python")) == (
@@ -94,10 +99,11 @@ def run_lock(
         previous = lock.install_body
     say(
         f"Resolving {target.describe()} against {' + '.join([spec.index_url, *spec.extra_index_urls])}"
-        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else " on this host")
+        + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else f" on this host with {spec.resolver}")
         + " …"
     )
     resolution = resolve(spec, previous, upgrade)
+    where = "on this host" if resolution.where == "host" else f"in a {resolution.where}"
     header = LockHeader(
         target=target_fields(target),
         build=spec.build.tag,
@@ -106,6 +112,7 @@ def run_lock(
         base_image=spec.base_image,
         bundler_version=__version__,
         input_sha256=spec.input_sha256,
+        resolver=f"{resolution.resolver} {where} for {target.platform}",
     )
     text = render_lock(spec.lock_path.name, header, resolution.body)
     ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)
@@ -114,7 +121,25 @@ def run_lock(
         backup = spec.lock_path.with_name(spec.lock_path.name + ".edited")
         shutil.copy2(spec.lock_path, backup)
     atomic_write_text(spec.lock_path, text)
+    spec.notes.extend(resolution.notes)
+    side = refresh_sidecar(spec, read_lock(spec.lock_path, spec.requirements_in, target), say)
     updated = target != bundle.target
     if updated:
         update_target(bundle, target)
-    return LockResult(spec, "written", spec.lock_path, resolution, updated, backup)
+    return LockResult(spec, "written", spec.lock_path, resolution, updated, backup, side)
+
+
+def refresh_sidecar(spec: LockSpec, lock, say) -> dict:
+    """Write the lock's sidecar unless the one on disk already agrees with the lock."""
+    try:
+        side = read_sidecar(spec.lock_path)
+    except LockError:
+        side = None
+    if side is None or sidecar_problems(lock, side) or side.direct != spec.requirements.direct:
+        side = make_sidecar(spec, lock, spec.notes)
+        say(f"Wrote {write_sidecar(spec.lock_path, side).name} (direct dependencies, pins built from source, project wheels).")
+    else:
+        spec.notes.extend(
+            f"{item['name']}=={item['version']} will be built from its source archive: {item['why']}." for item in side.source_builds
+        )
+    return side.as_dict()

@@ -9,8 +9,11 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundler.errors import UsageError
+from bundler.lock.includes import input_text
 from bundler.lock.lockfile import input_hash, target_fields
-from bundler.lock.requirements import REQUIREMENTS_IN, compile_input, line_name, read_requirements_in
+from bundler.lock.requirements import CompiledInput, compile_input, line_name
+from bundler.lock.uvresolve import uv_binary
 from bundler.target.bundle import Bundle, Target
 from bundler.target.table import CompatTable, TorchBuild
 from bundler.target.table_file import load_table
@@ -31,6 +34,8 @@ class LockSpec:
     needs_setuptools: bool
     host_mismatch: str | None
     notes: list[str] = field(default_factory=list)
+    resolver: str = "pip-tools"  # pip-tools (the default) | uv
+    requirements: CompiledInput = field(default_factory=CompiledInput)  # direct names, project indexes and wheels
 
     @property
     def lock_path(self) -> Path:
@@ -55,6 +60,7 @@ class LockSpec:
             "suggested_base_images": self.base_images,
             "lock": str(self.lock_path),
             "input_sha256": self.input_sha256,
+            "resolver": self.resolver,
             "resolve_in": "container" if self.host_mismatch else "host",
             "resolve_reason": self.host_mismatch,
             "confirmed": build.release.confirmed
@@ -64,15 +70,25 @@ class LockSpec:
             "arch": list(build.arch),
             "pypi_cuda": build.release.pypi_cuda or None,
             "notes": self.notes,
+            "direct": self.requirements.direct,
+            "project_indexes": self.requirements.extra_indexes,
+            "project_wheels": [wheel.relative for wheel in self.requirements.project_wheels],
         }
 
 
-def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None) -> LockSpec:
+RESOLVERS = ("pip-tools", "uv")
+
+
+def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None, resolver: str = "pip-tools") -> LockSpec:
+    if resolver not in RESOLVERS:
+        raise UsageError(f"--resolver {resolver!r} is not one of {', '.join(RESOLVERS)}.", hint="pip-tools is the default.", value=resolver)
+    if resolver == "uv":
+        uv_binary()  # a missing uv is said before anything is planned
     table = table or load_table()
     build = table.build_for(target)  # TargetError names the valid choices
-    text = read_requirements_in(bundle)
     companions = build.companions()
-    compiled, notes = compile_input(bundle.root / REQUIREMENTS_IN, text, companions, target)
+    requirements = compile_input(bundle.root, companions, target, build)
+    compiled, notes, text = requirements.lines, requirements.notes, input_text(bundle.root)
     pins = {name: version for name, version in companions.items() if name == "torch" or any(line_name(line) == name for line in compiled)}
     if not build.release.confirmed:
         notes.append(
@@ -87,12 +103,14 @@ def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None) 
         compiled_input=compiled,
         pins=pins,
         index_url=build.index_url,
-        extra_index_urls=build.extra_index_urls,
+        extra_index_urls=[*build.extra_index_urls, *requirements.extra_indexes],
         base_images=table.base_images(build, target.python),
         input_sha256=input_hash(text, target),
         needs_setuptools=build.release.needs_setuptools(target.python),
-        host_mismatch=host_mismatch(target),
+        host_mismatch=None if resolver == "uv" else host_mismatch(target),  # uv resolves for any Target here
         notes=notes,
+        resolver=resolver,
+        requirements=requirements,
     )
 
 

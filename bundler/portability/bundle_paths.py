@@ -35,12 +35,27 @@ def param(name: str) -> str:
             value = default if os.path.isabs(default) else project_path(default)
     if value is None:
         raise KeyError(f"path parameter {name} is not set: export {name}=/path/on/this/machine or write {name}=... in {ENV_LOCAL}")
-    return os.path.expanduser(os.path.expandvars(value))
+    return expand_value(value, os.environ)
+
+
+_VARIABLE = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def expand_value(value: str, environ) -> str:
+    """``$VAR``, ``${VAR}`` and a leading ``~`` expanded from ``environ`` (unknown variables kept)."""
+    value = _VARIABLE.sub(lambda m: environ.get(m.group(1) or m.group(2), m.group(0)), value)
+    home = environ.get("HOME") or (os.path.expanduser("~") if environ is os.environ else None)
+    if (value == "~" or value.startswith(("~/", "~\\"))) and home:
+        value = home.rstrip("/") + value[1:]
+    return value
 
 
 def param_path(name: str, rest: str = "") -> str:
     """The parameter's folder, joined with ``rest`` (a trailing slash is kept)."""
-    base = param(name)
+    return join(param(name), rest)
+
+
+def join(base: str, rest: str) -> str:
     return base.rstrip("/\\") + "/" + rest.lstrip("/") if rest else base
 
 

@@ -1,40 +1,47 @@
 """`bundler paths --fix`: rewrite machine-specific paths so the folder runs anywhere.
 
 What a found path becomes:
-- inside the project → a project-relative path; Python computes it from the project
-  root at run time (``project_path("data/x.csv")``), configs hold it relative;
-- outside the project → a named parameter (``DATA_ROOT``). Python reads it with
-  ``param_path("DATA_ROOT", "train.csv")``; configs, shell scripts and notebook text
-  hold ``${DATA_ROOT}/train.csv``.
+- inside the project → a project-relative path, computed at run time from the project
+  root (Python: ``project_path("data/x.csv")``; shell: from the script's own place);
+- outside the project → a named parameter, one per folder (``DATA_ROOT``). Python reads
+  it with ``param_path("DATA_ROOT", "train.csv")``, shell scripts from a guarded block
+  that stops on an unset parameter, OmegaConf configs with ``${oc.env:DATA_ROOT}``,
+  requirements files with ``${DATA_ROOT}`` (pip expands it).
 
-How a parameter gets its value at run time (the helper ``_bundle_paths.py`` written
-beside each rewritten Python file does this; configs expand ``${NAME}`` the same way):
-the environment variable ``NAME`` first, then the git-ignored ``.env.local`` at the
-project root (where ``--fix`` keeps the original machine-specific value, so nothing is
-lost), then the default in the ``"paths"`` object of ``config/pilot.json`` (or
-``config/paths.json`` when the project has no pilot config), where every parameter is
-declared; ``"${NAME}"`` there means "no default: it must be given".
+A parameter's value comes from the environment variable, then from the git-ignored
+``.env.local`` at the project root (where --fix keeps the original values, so nothing is
+lost), then from the ``"paths"`` object of ``config/pilot.json`` (or ``config/paths.json``).
 
-Nothing is lost: every changed file is first copied under
-``.bundler/backups/<stamp>/`` (kept until the user removes it), JSON, YAML, TOML and
-notebooks are parsed again after the rewrite (a rewrite that would break one is refused
-and reported), and a file without any write permission bit is never modified.
+Nothing is written that was not proven (equivalence.py, shell.py): each rewritten file
+is evaluated with every parameter set to its original value and must mean what it
+meant; otherwise it is refused and reported, never written. Files that did not parse
+before are said to be so. Every changed file is first copied byte for byte under
+``.bundler/backups/<stamp>/``; if any write fails, every file written is put back and
+the backups removed, so a failed --fix leaves the project as it was. A file without any
+write permission bit is never modified. Documentation, remote commands and portable
+tool folders are never rewritten.
 """
 
 from __future__ import annotations
 
-import ast
-import json
+import io
+import re
 import shutil
 import time
+import tokenize
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bundler import tomlcompat
-from bundler.fsutil import atomic_write_text
+from bundler.errors import from_os_error
+from bundler.fsutil import atomic_write_bytes
 from bundler.portability import scan as paths
-from bundler.portability.rewrite import IMPORT_MARKER, _rewrite_notebook, rewrite_python, rewrite_text
-from bundler.portability.support import _support_files
+from bundler.portability.classify import ENV_LOCAL, read_env_local
+from bundler.portability.equivalence import omegaconf_problem, python_problem
+from bundler.portability.python_rewrite import manual, rewrite_python
+from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
+from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
+from bundler.portability.support import _env_local_text, _support_files
 
 BACKUP_DIR = ".bundler/backups"
 
@@ -64,114 +71,198 @@ class FixResult:
         return [c for c in self.changes if c.status == "refused"]
 
 
-def fix(project: Path | str | None = None, *, apply: bool = True, scan_result: paths.ScanResult | None = None) -> FixResult:
+@dataclass
+class _Plan:
+    """What one file becomes: its new bytes, the parameters it reads, whether it needs the Python helper."""
+
+    change: FileChange
+    data: bytes | None = None
+    names: set[str] = field(default_factory=set)
+    helper: bool = False
+
+
+def fix(
+    project: Path | str | None = None, *, apply: bool = True, scan_result: paths.ScanResult | None = None, include_generated: bool = False
+) -> FixResult:
     """Rewrite every failing finding of ``project``; with ``apply=False`` only plan it."""
-    result_scan = scan_result or paths.scan(project)
-    root = result_scan.root
+    scanned = scan_result or paths.scan(project, include_generated=include_generated)
+    root = scanned.root
     scanner = paths.make_scanner(root)
-    for finding in result_scan.findings:  # the names the report showed are the names written
-        if finding.parameter is not None:
+    for finding in scanned.findings:  # the names the report showed are the names written
+        if finding.parameter is not None and finding.category not in ("docs", "remote", "portable"):
             scanner.registry.seed(finding.parameter, finding.value or "")
-    outcome = FixResult(root=root)
+    values = {**read_env_local(root / ENV_LOCAL), **scanned.parameters}
+    context = _Context(root, scanner, values, scanned)
     by_file: dict[str, list[paths.Finding]] = {}
-    for finding in result_scan.failing:
+    for finding in scanned.failing:
         by_file.setdefault(finding.file, []).append(finding)
-    new_texts: dict[str, str] = {}
-    helper_dirs: set[str] = set()
+    outcome = FixResult(root=root)
+    plans = {}
     for relative in sorted(by_file):
-        change, new_text, needs_helper = _rewrite_file(root, relative, scanner)
-        outcome.changes.append(change)
-        if new_text is not None:
-            new_texts[relative] = new_text
-            if needs_helper:
-                helper_dirs.add(str(PurePosixPath(relative).parent))
-    outcome.parameters = dict(scanner.registry.assigned)
-    if not apply or not new_texts:
+        plan = context.plan(relative, by_file[relative])
+        outcome.changes.append(plan.change)
+        if plan.data is not None:
+            plans[relative] = plan
+    used = set().union(*(p.names for p in plans.values())) if plans else set()
+    outcome.parameters = {name: values[name] for name in sorted(used) if name in values}
+    if not apply or not plans:
         return outcome
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    backups = root / BACKUP_DIR / stamp
-    number = 1
-    while backups.exists():
-        number += 1
-        backups = root / BACKUP_DIR / f"{stamp}-{number}"
-    outcome.backup_dir = str(backups.relative_to(root))
-    support = _support_files(root, outcome.parameters, helper_dirs)
-    for relative, text in list(new_texts.items()) + support:
-        target = root / relative
-        if target.exists():
-            _backup(target, backups / relative)
-        atomic_write_text(target, text)
-        outcome.written.append(relative)
+    helper_dirs = {str(PurePosixPath(r).parent) for r, p in plans.items() if p.helper}
+    writes = [(r, p.data) for r, p in plans.items()] + [
+        (r, t.encode("utf-8")) for r, t in _support_files(root, outcome.parameters, helper_dirs)
+    ]
+    outcome.backup_dir, outcome.written = _apply(root, writes)
     return outcome
 
 
-def _backup(source: Path, destination: Path) -> None:
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, destination)
+class _Context:
+    def __init__(self, root: Path, scanner, values: dict[str, str], scanned: paths.ScanResult) -> None:
+        self.root, self.scanner, self.values, self.scanned = root, scanner, values, scanned
+        existing = root / ENV_LOCAL
+        self.env_local = _env_local_text(root, values) or (
+            existing.read_text(encoding="utf-8", errors="replace") if existing.is_file() else ""
+        )
+
+    def plan(self, relative: str, findings: list[paths.Finding]) -> _Plan:
+        path = self.root / relative
+        links = [f for f in findings if f.kind == "symlink-target"]
+        if links:
+            why = "a symlink's target: re-create the link on the other machine"
+            return _Plan(FileChange(relative, "unchanged", manual=[manual(f, why) for f in links], reason="no automatic rewrite"))
+        try:
+            mode, data = path.stat().st_mode, path.read_bytes()
+        except OSError as error:
+            return _Plan(FileChange(relative, "refused", reason=f"cannot be read: {error.strerror or error}"))
+        if not mode & 0o222:  # root may write anything; a file with no write bit is a statement by its owner
+            return _Plan(FileChange(relative, "refused", reason="read-only file (no write permission bit): not modified"))
+        encoding = self.scanned.encodings.get(relative, "utf-8")
+        text = data.decode(encoding)
+        plan = self._rewrite(relative, data, text, findings)
+        if plan.data is not None:
+            plan.data = plan.data.encode(encoding) if isinstance(plan.data, str) else plan.data
+        return plan
+
+    def _rewrite(self, relative: str, data: bytes, text: str, findings) -> _Plan:
+        suffix = PurePosixPath(relative).suffix.lower()
+        if suffix == ".ipynb":
+            return self._notebook(relative, text)
+        if suffix in paths.PYTHON_SUFFIXES:
+            return self._python(relative, data, text, findings)
+        shell = interpreter(relative, text)
+        if shell is not None:
+            return self._shell(relative, text, findings, shell)
+        if suffix in paths.YAML_SUFFIXES:
+            style = "omegaconf" if self._omegaconf(relative, text) else None
+            return self._text(relative, text, findings, style, omegaconf_problem if style else None)
+        if PurePosixPath(relative).name.lower().startswith("requirements") and suffix in (".txt", ".in"):
+            return self._text(relative, text, findings, "pip", textual_problem)
+        return self._text(relative, text, findings, None, None)
+
+    def _finish(
+        self, relative: str, text: str, new: str, fixed: int, left: list[dict], problem: str | None, names=(), helper=False
+    ) -> _Plan:
+        if problem is not None:
+            return _Plan(FileChange(relative, "refused", manual=left, reason=problem))
+        if new == text:
+            return _Plan(FileChange(relative, "unchanged", manual=left, reason="no automatic rewrite" if left else ""))
+        return _Plan(FileChange(relative, "fixed", fixed=fixed, manual=left), new, set(names), helper)
+
+    def _python(self, relative: str, data: bytes, text: str, findings) -> _Plan:
+        try:
+            declared = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+            data.decode(declared)  # what Python itself reads the file as: its coding cookie, or UTF-8
+        except (SyntaxError, UnicodeDecodeError, LookupError):
+            reason = "did not parse before the rewrite (SyntaxError: not UTF-8 and no coding declaration): not modified"
+            return _Plan(FileChange(relative, "refused", reason=reason))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(data, relative, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST: its coding cookie, or UTF-8
+        except (SyntaxError, ValueError) as error:
+            where = f" at line {error.lineno}" if getattr(error, "lineno", None) else ""
+            return _Plan(
+                FileChange(relative, "refused", reason=f"did not parse before the rewrite ({type(error).__name__}{where}): not modified")
+            )
+        result = rewrite_python(text, findings)
+        left = {(m["line"], m["column"]) for m in result.manual}
+        names = {f.parameter for f in findings if f.parameter and (f.line, f.column) not in left}
+        prefixes = [f.text[: f.prefix_length] for f in findings if f.project_relative is not None and f.prefix_length]
+        problem = None if result.source == text else python_problem(text, result.source, self.values, prefixes)
+        if problem and result.import_line and "would not parse (SyntaxError at line " in problem:
+            problem = _original_line(problem, result.import_line, result.import_lines)
+        return self._finish(relative, text, result.source, result.fixed, result.manual, problem, names, helper=True)
+
+    def _notebook(self, relative: str, text: str) -> _Plan:
+        def prove(original: str, new: str, findings) -> str | None:
+            prefixes = [f.text[: f.prefix_length] for f in findings if f.project_relative is not None and f.prefix_length]
+            return python_problem(original, new, self.values, prefixes)
+
+        new, fixed, left, helper = rewrite_notebook(text, self.scanner, relative, prove)
+        names = {n for n in self.values if re.search(rf"\b{n}\b", new) and not re.search(rf"\b{n}\b", text)}
+        return self._finish(relative, text, new, fixed, left, None, names, helper)
+
+    def _shell(self, relative: str, text: str, findings, shell: str) -> _Plan:
+        body, edits, left = rewrite_shell(text, findings)
+        reads = [edit for edit in edits if not edit[4]]  # not a comment: the script reads a parameter or the root
+        if not reads:
+            return self._finish(relative, text, body, len(edits), left, None)
+        names = sorted({f.parameter for *_, f, _ in reads if f.project_relative is None})
+        new, _, _ = with_block(body, names, relative)
+        problem = shell_problem(shell, relative, text, new, reads, self.env_local)
+        return self._finish(relative, text, new, len(edits), left, problem, names)
+
+    def _text(self, relative: str, text: str, findings, style, prove) -> _Plan:
+        new, fixed, left = rewrite_text(text, findings, style)
+        problem = prove(text, new, self.values) if prove and new != text else None
+        names = {f.parameter for f in findings if f.parameter} if "${" in new else set()
+        return self._finish(relative, text, new, fixed, left, problem, names)
+
+    def _omegaconf(self, relative: str, text: str) -> bool:
+        """Is this YAML loaded by OmegaConf: in a Hydra config folder, or written with OmegaConf interpolations?"""
+        folder = str(PurePosixPath(relative).parent)
+        if any(folder == d or folder.startswith(d.rstrip("/") + "/") for d in self.scanned.omegaconf_dirs):
+            return True
+        return "${oc." in text or "_target_:" in text or "${hydra:" in text
 
 
-# --- one file --------------------------------------------------------------------------
+def _original_line(problem: str, import_line: int, import_lines: int) -> str:
+    """A line number of the rewritten text, told as the line of the original file."""
+    head, _, tail = problem.partition("SyntaxError at line ")
+    number, _, rest = tail.partition(")")
+    line = int(number)
+    if line >= import_line + import_lines:
+        line -= import_lines
+    return f"{head}SyntaxError at line {line}){rest}"
 
 
-def _rewrite_file(root: Path, relative: str, scanner) -> tuple[FileChange, str | None, bool]:
-    """(what happened, the new text or None, whether it needs the Python helper)."""
-    path = root / relative
+def _apply(root: Path, writes: list[tuple[str, bytes]]) -> tuple[str, list[str]]:
+    """Back up, then write every file; on any failure put everything back and leave no backup behind."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    backups, number = root / BACKUP_DIR / stamp, 1
+    while backups.exists():
+        number += 1
+        backups = root / BACKUP_DIR / f"{stamp}-{number}"
+    created = [p for p in (root / ".bundler", root / BACKUP_DIR) if not p.exists()]
+    written, made = [], []
     try:
-        mode = path.stat().st_mode
-        data = path.read_bytes()
+        for relative, _ in writes:
+            target = root / relative
+            if target.exists():
+                destination = backups / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(target, destination)
+        for relative, data in writes:
+            target = root / relative
+            existed = target.exists()
+            atomic_write_bytes(target, data)
+            (written if existed else made).append(relative)
     except OSError as error:
-        return FileChange(relative, "refused", reason=f"cannot be read: {error.strerror or error}"), None, False
-    if not mode & 0o222:
-        # Root may write anything; a file with no write bit is a statement by its owner.
-        return FileChange(relative, "refused", reason="read-only file (no write permission bit): not modified"), None, False
-    text = data.decode("utf-8")
-    category = paths.category_of(relative)
-    findings = list(scanner.findings_in(relative, data, category))
-    if category == "notebook":
-        new_text, fixed, manual = _rewrite_notebook(text, scanner, relative)
-        needs_helper = fixed > 0 and IMPORT_MARKER in new_text and IMPORT_MARKER not in text
-    elif relative.endswith((".py", ".pyi")):
-        new_text, fixed, manual = rewrite_python(text, findings)
-        needs_helper = IMPORT_MARKER in new_text
-    else:
-        new_text, fixed, manual = rewrite_text(text, findings)
-        needs_helper = False
-    if new_text == text:
-        return FileChange(relative, "unchanged", manual=manual, reason="no automatic rewrite" if manual else ""), None, False
-    problem = parse_problem(relative, new_text)
-    if problem is not None:
-        return FileChange(relative, "refused", manual=manual, reason=f"the rewrite would not parse ({problem}): not modified"), None, False
-    return FileChange(relative, "fixed", fixed=fixed, manual=manual), new_text, needs_helper
-
-
-def parse_problem(relative: str, text: str) -> str | None:
-    """Why ``text`` no longer parses as its file type, or None when it does."""
-    import yaml
-
-    suffix = PurePosixPath(relative).suffix.lower()
-    try:
-        if suffix in (".json", ".ipynb"):
-            document = json.loads(text)
-            if suffix == ".ipynb" and not (isinstance(document, dict) and isinstance(document.get("cells"), list)):
-                return "no list of cells"
-        elif suffix in (".yaml", ".yml"):
-            list(yaml.safe_load_all(text))
-        elif suffix == ".toml":
-            tomlcompat.loads(text)
-        elif suffix in (".py", ".pyi"):
-            ast.parse(text)
-    except (ValueError, SyntaxError, yaml.YAMLError) as error:  # every parser's complaint (JSON and TOML errors are ValueErrors)
-        return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".rstrip(": ")
-    return None
-
-
-# --- plain text: configs, shell, Dockerfiles ---------------------------------------------
-
-
-# --- Python ----------------------------------------------------------------------------
-
-
-# --- notebooks -------------------------------------------------------------------------
-
-
-# --- what the fixed files need: helper, parameters, .env.local, .gitignore --------------
+        for relative in written:
+            shutil.copy2(backups / relative, root / relative)
+        for relative in made:
+            (root / relative).unlink(missing_ok=True)
+        shutil.rmtree(backups, ignore_errors=True)
+        for folder in reversed(created):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise from_os_error(error, "bundler paths --fix put every file back") from None
+    return str(backups.relative_to(root)), written + made

@@ -1,240 +1,146 @@
-"""The rewrites themselves: ``${NAME}`` text in configs and scripts; in Python source
-and notebooks, string literals become calls of the helper (``project_path``,
-``param_path``), token by token, the rest of the file untouched."""
+"""The rewrites of text and notebooks: placeholders where a reader expands them, code cells as Python.
+
+Text: a comment gets the placeholder (``${DATA_ROOT}/x``); a value in a YAML file that
+OmegaConf loads gets OmegaConf's environment resolver (``${oc.env:DATA_ROOT}/x``); a
+requirements file gets ``${DATA_ROOT}``, which pip expands. A value read by code bundler
+cannot see (plain YAML, JSON, TOML, …) is left as it is and reported: a placeholder would
+reach that code unexpanded. Notebooks: code cells are rewritten as Python (IPython magic
+lines left alone), with one import per notebook; outputs and metadata are scrubbed.
+"""
 
 from __future__ import annotations
 
-import ast
-import io
 import json
 import re
-import tokenize
 
-from bundler.portability import scan as paths
+from bundler.portability.python_rewrite import NOTEBOOK_IMPORT, line_offsets, manual, rewrite_python
 
-IMPORT_MARKER = "_bundle_paths import"
-
-
-def rewrite_text(text: str, findings: list[paths.Finding]) -> tuple[str, int, list[dict]]:
-    """Replace each finding by its textual replacement (``${NAME}/rest`` or a relative path)."""
-    lines = text.splitlines(keepends=True)
-    fixed, manual = 0, []
-    for finding in sorted(findings, key=lambda f: (f.line, f.column), reverse=True):
-        line = lines[finding.line - 1]
-        start = finding.column - 1
-        if line[start : start + len(finding.text)] != finding.text:
-            manual.append(_manual(finding, "text moved while rewriting"))
-            continue
-        if finding.shape == "home-lookup":
-            manual.append(_manual(finding, "a home lookup outside Python code"))
-            continue
-        lines[finding.line - 1] = line[:start] + finding.replacement + line[start + len(finding.text) :]
-        fixed += 1
-    return "".join(lines), fixed, manual
+_INFORMATION = ("docs", "remote", "portable")
 
 
-def _manual(finding: paths.Finding, why: str) -> dict:
-    return {"line": finding.line, "column": finding.column, "text": finding.text, "why": why}
+def is_comment(line: str, column: int) -> bool:
+    """Is the character at ``column`` (0-based) in a ``#`` comment (a ``#`` at a line's or word's start, outside quotes)?"""
+    quote = None
+    for index, char in enumerate(line[:column]):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1] in " \t"):
+            return True
+    return False
 
 
-_STRING_PREFIX = re.compile(r"(?i)([rbuf]*)('''|\"\"\"|'|\")")
-
-
-def rewrite_python(source: str, findings: list[paths.Finding], *, import_block: str | None = None) -> tuple[str, int, list[dict]]:
-    """Turn each finding into code that reads the parameter or the project root at run time."""
-    if not findings:
-        return source, 0, []
-    line_offsets = [0]
-    for line in source.splitlines(keepends=True):
-        line_offsets.append(line_offsets[-1] + len(line))
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return source, 0, [_manual(f, "the file does not tokenize as Python") for f in findings]
-
-    def offset(row: int, col: int) -> int:
-        return line_offsets[row - 1] + col
-
-    spans = [(offset(*t.start), offset(*t.end), t) for t in tokens if t.type in (tokenize.STRING, tokenize.COMMENT)]
-    edits: list[tuple[int, int, str]] = []
-    manual: list[dict] = []
-    by_token: dict[int, list[tuple[int, int, paths.Finding]]] = {}
+def rewrite_text(text: str, findings: list, value_style: str | None) -> tuple[str, int, list[dict]]:
+    """Comments get the placeholder; values get ``value_style`` ("omegaconf", "pip") or are left and reported."""
+    offsets = line_offsets(text)
+    edits, problems = [], []
     for finding in findings:
-        start = offset(finding.line, finding.column - 1)
+        start = offsets[finding.line - 1] + finding.column - 1
         end = start + len(finding.text)
-        if source[start:end] != finding.text:
-            manual.append(_manual(finding, "text moved while rewriting"))
-            continue
-        token_index = next((i for i, (s, e, _) in enumerate(spans) if s <= start and end <= e), None)
-        if token_index is None:
-            if finding.shape == "home-lookup":
-                edits.append((start, end, _lookup_expression(finding)))
-            else:
-                manual.append(_manual(finding, "not inside a string or a comment"))
-            continue
-        by_token.setdefault(token_index, []).append((start, end, finding))
-    for token_index, hits in by_token.items():
-        token_start, token_end, token = spans[token_index]
-        if token.type == tokenize.COMMENT or _is_triple_quoted(token.string):
-            # comments and docstrings/help texts are prose: they get the placeholder text
-            edits += [(s, e, f.replacement) for s, e, f in hits]
-            continue
-        edit, why = _string_edit(source, token_start, token_end, hits)
-        if edit is None:
-            manual += [_manual(f, why) for _, _, f in hits]
+        line_start = offsets[finding.line - 1]
+        if text[start:end] != finding.text:
+            problems.append(manual(finding, "text moved while rewriting"))
+        elif is_comment(text[line_start:start], start - line_start):
+            edits.append((start, end, finding.replacement))
+        elif value_style is None or finding.shape == "home-lookup":
+            problems.append(manual(finding, "a value read by code bundler cannot see: a ${NAME} placeholder would reach it unexpanded"))
+        elif finding.project_relative is not None:
+            problems.append(manual(finding, "a path inside the project: write it relative to where it is read from"))
         else:
-            edits.append(edit)
-    new_source = source
+            name = f"${{oc.env:{finding.parameter}}}" if value_style == "omegaconf" else f"${{{finding.parameter}}}"
+            edits.append((start, start + finding.prefix_length, name))
     for start, end, replacement in sorted(edits, reverse=True):
-        new_source = new_source[:start] + replacement + new_source[end:]
-    fixed = len(findings) - len(manual)
-    uses_helper = any("param_path(" in text or "project_path(" in text for _, _, text in edits)
-    if uses_helper and IMPORT_MARKER not in source:
-        new_source = _insert_import(new_source, import_block or PACKAGE_IMPORT)
-    return new_source, fixed, manual
+        text = text[:start] + replacement + text[end:]
+    return text, len(edits), problems
 
 
-def _is_triple_quoted(literal: str) -> bool:
-    head = _STRING_PREFIX.match(literal)
-    return head is not None and len(head.group(2)) == 3
+def textual_problem(original: str, new: str, values: dict[str, str]) -> str | None:
+    """The new text with every ``${NAME}`` (or ``${oc.env:NAME}``) set to its original value must be the original."""
+    expanded = re.sub(r"\$\{(?:oc\.env:)?([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: values.get(m.group(1), m.group(0)), new)
+    if expanded == original:
+        return None
+    return "the rewrite, expanded with the original values, is not the original text: not modified"
 
 
-def _call(finding: paths.Finding, quote: str) -> str:
-    if finding.project_relative is not None:
-        relative = finding.project_relative
-        return "project_path()" if relative == "." else f"project_path({quote}{relative}{quote})"
-    rest = f", {quote}{finding.rest}{quote}" if finding.rest else ""
-    return f"param_path({quote}{finding.parameter}{quote}{rest})"
+# --- notebooks ----------------------------------------------------------------------------
+
+_MAGIC = re.compile(r"^[ \t]*[%!?]")
 
 
-def _lookup_expression(finding: paths.Finding) -> str:
-    if finding.text.endswith("home()"):
-        receiver = finding.text[: -len(".home()")]
-        return f'{receiver}(param_path("{finding.parameter}"))'
-    return _call(finding, '"')
+def rewrite_notebook(text: str, scanner, relative: str, prove) -> tuple[str, int, list[dict], bool]:
+    """(new text, paths fixed, left as they are, whether the helper module is needed beside it).
 
-
-def _string_edit(source: str, token_start: int, token_end: int, hits) -> tuple[tuple[int, int, str] | None, str]:
-    literal = source[token_start:token_end]
-    head = _STRING_PREFIX.match(literal)
-    if head is None:
-        return None, "unrecognised string literal"
-    prefix, quote = head.group(1), head.group(2)
-    if "b" in prefix.lower():
-        return None, "inside a bytes literal"
-    body_start = token_start + len(prefix) + len(quote)
-    body_end = token_end - len(quote)
-    hits = sorted(hits, key=lambda hit: hit[0])
-    is_f = "f" in prefix.lower()
-    if len(hits) == 1 and not is_f and hits[0][0] == body_start and hits[0][1] == body_end:
-        return (token_start, token_end, _call(hits[0][2], '"')), ""
-    inner = "'" if '"' in quote else '"'
-
-    def keep(text: str) -> str:
-        return text if is_f else text.replace("{", "{{").replace("}", "}}")
-
-    pieces, cursor = [], body_start
-    for start, end, finding in hits:
-        pieces.append(keep(source[cursor:start]))
-        pieces.append("{" + _call(finding, inner) + "}")
-        cursor = end
-    pieces.append(keep(source[cursor:body_end]))
-    new_prefix = prefix if is_f else prefix + "f"
-    return (token_start, token_end, new_prefix + quote + "".join(pieces) + quote), ""
-
-
-PACKAGE_IMPORT = (
-    "try:  # machine-specific paths: see _bundle_paths.py (written by `bundler paths --fix`)\n"
-    "    from ._bundle_paths import param_path, project_path\n"
-    "except ImportError:  # run as a script, not as part of a package\n"
-    "    from _bundle_paths import param_path, project_path\n"
-)
-
-
-NOTEBOOK_IMPORT = "from _bundle_paths import param_path, project_path  # written by `bundler paths --fix`\n"
-
-
-def _insert_import(source: str, block: str) -> str:
-    """Insert after the module docstring and ``from __future__`` imports."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        body = []
-    after = 0
-    for index, node in enumerate(body):
-        is_docstring = (
-            index == 0
-            and isinstance(node, ast.Expr)
-            and isinstance(getattr(node, "value", None), ast.Constant)
-            and isinstance(node.value.value, str)
-        )
-        is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-        if is_docstring or is_future:
-            after = node.end_lineno
-        else:
-            break
-    lines = source.splitlines(keepends=True)
-    if after == 0:
-        while after < len(lines) and (lines[after].startswith("#!") or re.match(r"#.*coding[:=]", lines[after])):
-            after += 1
-    if after and not lines[after - 1].endswith("\n"):
-        lines[after - 1] += "\n"
-    return "".join(lines[:after]) + block + "".join(lines[after:])
-
-
-def _rewrite_notebook(text: str, scanner, relative: str) -> tuple[str, int, list[dict]]:
-    """Code cells become Python that reads parameters; outputs are scrubbed; metadata made relative."""
+    ``prove(original_cell, new_cell, findings)`` returns why a cell's rewrite is refused, or None.
+    """
     document = json.loads(text)
-    fixed, manual = 0, []
-    for cell in document.get("cells", []):
-        if not isinstance(cell, dict):
-            continue
+    fixed, problems, needs_helper = 0, [], False
+    cells = [cell for cell in document.get("cells", []) if isinstance(cell, dict)]
+    for cell in cells:
         source = cell.get("source", "")
         joined = "".join(source) if isinstance(source, list) else str(source)
-        found = scanner.findings_in(relative, joined.encode("utf-8"), "code")
-        if found:
-            if cell.get("cell_type") == "code":
-                new, count, problems = rewrite_python(joined, found, import_block=NOTEBOOK_IMPORT)
-            else:
-                new, count, problems = rewrite_text(joined, found)
+        if cell.get("cell_type") == "code":
+            found = [
+                f for f in scanner.findings_in(relative + "#cell.py", joined.encode("utf-8"), "code") if f.category not in _INFORMATION
+            ]
+            new, count, left = _rewrite_cell(joined, found, prove)
+            if new != joined:
+                cell["source"] = new.splitlines(keepends=True) if isinstance(source, list) else new
+                needs_helper = needs_helper or "param_path(" in new or "project_path(" in new
             fixed += count
-            manual += problems
-            cell["source"] = new.splitlines(keepends=True) if isinstance(source, list) else new
-        if "outputs" in cell:
-            cell["outputs"], count = _scrub(cell["outputs"], scanner, relative)
-            fixed += count
-        if "metadata" in cell:
-            cell["metadata"], count = _scrub(cell["metadata"], scanner, relative)
-            fixed += count
+            problems += left
+        for part in ("outputs", "metadata"):
+            if part in cell:
+                cell[part], count = _scrub(cell[part], scanner, relative)
+                fixed += count
     if "metadata" in document:
         document["metadata"], count = _scrub(document["metadata"], scanner, relative)
         fixed += count
-    indent = _json_indent(text)
-    return json.dumps(document, indent=indent, ensure_ascii=False) + "\n", fixed, manual
+    if needs_helper and not any("_bundle_paths import" in "".join(c.get("source", "")) for c in cells):
+        first = next(c for c in cells if c.get("cell_type") == "code")
+        source = first.get("source", "")
+        first["source"] = [NOTEBOOK_IMPORT, *source] if isinstance(source, list) else NOTEBOOK_IMPORT + source
+    new_text = json.dumps(document, indent=_json_indent(text), ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
+    return (new_text.replace("\n", "\r\n") if "\r\n" in text else new_text), fixed, problems, needs_helper
+
+
+def _rewrite_cell(source: str, findings: list, prove) -> tuple[str, int, list[dict]]:
+    lines = source.split("\n")
+    magic = {index for index, line in enumerate(lines) if _MAGIC.match(line)}
+    if lines and lines[0].lstrip().startswith("%%"):
+        return source, 0, [manual(f, "in a cell run by an IPython cell magic") for f in findings]
+    keep = [f for f in findings if f.line - 1 not in magic]
+    left = [manual(f, "in an IPython magic line") for f in findings if f.line - 1 in magic]
+    masked = "\n".join(re.sub(r"[%!?].*", "pass", line, count=1) if i in magic else line for i, line in enumerate(lines))
+    result = rewrite_python(masked, keep, import_block="")
+    left += result.manual
+    if result.source == masked:
+        return source, 0, left
+    problem = prove(masked, result.source, keep)
+    if problem is not None:
+        return source, 0, left + [manual(f, problem) for f in keep]
+    new_lines = result.source.split("\n")
+    for index in magic:
+        new_lines[index] = lines[index]
+    return "\n".join(new_lines), result.fixed, left
 
 
 def _scrub(value, scanner, relative: str):
-    """Replace every path in the strings of ``value`` by its textual replacement."""
+    """Replace every machine-specific path in the strings of ``value`` by its placeholder."""
     if isinstance(value, str):
-        found = scanner.findings_in(relative, value.encode("utf-8"), "config")
-        if not found:
-            return value, 0
-        new, count, _ = rewrite_text(value, found)
-        return new, count
+        found = scanner.findings_in(relative, value.encode("utf-8"), "config", decoded=True)
+        found = [f for f in found if f.category not in _INFORMATION]
+        offsets = line_offsets(value)
+        for finding in sorted(found, key=lambda f: (f.line, f.column), reverse=True):
+            start = offsets[finding.line - 1] + finding.column - 1
+            value = value[:start] + finding.replacement + value[start + len(finding.text) :]
+        return value, len(found)
     if isinstance(value, list):
-        total, items = 0, []
-        for item in value:
-            new, count = _scrub(item, scanner, relative)
-            items.append(new)
-            total += count
-        return items, total
+        pairs = [_scrub(item, scanner, relative) for item in value]
+        return [p[0] for p in pairs], sum(p[1] for p in pairs)
     if isinstance(value, dict):
-        total, items = 0, {}
-        for key, item in value.items():
-            new, count = _scrub(item, scanner, relative)
-            items[key] = new
-            total += count
-        return items, total
+        pairs = {key: _scrub(item, scanner, relative) for key, item in value.items()}
+        return {key: p[0] for key, p in pairs.items()}, sum(p[1] for p in pairs.values())
     return value, 0
 
 

@@ -1,19 +1,16 @@
-"""Find machine-specific paths in a project: home folders, user folders, temp outputs.
+"""Find machine-specific paths in a project: user folders, home lookups, temp outputs.
 
-The scan reads every file as bytes, drops binary, oversized and undecodable files
-(listing them as skipped), and runs one combined regular expression only over files
-that contain one of a few cheap literal tokens. A hit is then classified in Python:
-URLs are dropped, temporary folders count only when the line writes an output, and a
-path that names a file of this project (on this machine or, by its tail, on another
-one) becomes a project-relative path rather than a parameter.
+The scan reads every file as bytes and runs the shapes (machinepaths.py) only on the
+lines that hold one of a few cheap literal triggers. Each hit is then placed in its
+file (context.py): documentation never fails, commands run on another machine and
+portable per-user tool folders are information, and a path that names a file of this
+project becomes a project-relative path rather than a parameter (classify.py).
 
-Shapes (``Finding.shape``): home (``/home/u``, ``/Users/u``, ``/root``), tilde
-(``~/…``), home-var (``$HOME``, ``${HOME}``, ``%USERPROFILE%``), home-lookup
-(``expanduser("~…")``, ``Path.home()``), windows-user (``C:\\Users\\u`` in every
-spelling), wsl-user (``/mnt/c/Users/u``), temp-dir (``/tmp/…`` written to) and
-project-absolute (an absolute path inside this project). Notebook findings carry the
-part of the notebook they sit in as their kind: notebook-source, notebook-output or
-notebook-metadata; other findings have ``kind == shape``.
+What the scan could not look at is never reported clean: a text file over the size
+limit, one it cannot read or decode, a notebook that is not valid JSON and a symlink
+leading out of the project are listed as not checked (``ScanResult.not_checked``).
+Binary files and generated or tool files (``--include-generated`` scans the latter)
+are listed as skipped. A symlink's own target is a path too, and is scanned.
 """
 
 from __future__ import annotations
@@ -21,62 +18,41 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from bundler.machinepaths import GROUP_SHAPES, inside_url, preceded_ok, shape_patterns, word_byte
-from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local
-from bundler.portability.notebook import _NotebookLocator, is_notebook
+from bundler.machinepaths import line_hits, shape_patterns, word_byte
+from bundler.portability import context
+from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
+from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
+from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
+from bundler.portability.walk import WalkEntry, generated_file, walk
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 
-# Folders never scanned: tools' own state, environments, and bundler's backups.
-SKIP_DIRS = frozenset(
-    {
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        "node_modules",
-        ".mypy_cache",
-        ".pytest_cache",
-        ".ruff_cache",
-        ".ipynb_checkpoints",
-        ".bundler",
-    }
+PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
+YAML_SUFFIXES = (".yaml", ".yml")
+
+# Every finding contains one of these triggers: a fast search in C; the shapes then run
+# only on the lines that hold one.
+_SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/|dev/shm|content/)")
+_OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
+    (b"~", re.compile(rb"~")),
+    (b":", re.compile(rb":(?:\\|/(?!/))")),  # a drive: the letter before is checked in Python
+    (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
+    (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
+    (b"@", re.compile(rb"@[\w.-]+:")),
 )
-# .env.local holds the original machine-specific values on purpose (see pathfix.py).
-SKIP_FILES = frozenset({".env.local"})
-
-CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties"})
-DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".log", ".html", ".htm"})
-DOCS_DIRS = frozenset({"docs", "doc"})
-
-# Every finding contains one of these triggers. Each is a fast search (memchr for a
-# rare byte, or a regex with a literal first byte); the full pattern then runs only
-# on the lines that hold a trigger, so ordinary text costs a few passes in C.
-_BACKSLASH_TRIGGER = re.compile(rb"\\[Uu][Ss][Ee][Rr][Ss]")
-_TILDE_TRIGGER = re.compile(rb"~")
-_DOLLAR_TRIGGER = re.compile(rb"\$(?:HOME|\{HOME\}|env:USERPROFILE)")
-_PERCENT_TRIGGER = re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")
-_HOME_CALL_TRIGGER = re.compile(rb"home\(\)")
-PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
-
-
-def _slash_trigger(root_literals: list[bytes]) -> re.Pattern[bytes]:
-    roots = b"".join(b"|" + re.escape(r[1:]) for r in root_literals if r.startswith(b"/"))
-    return re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/" + roots + rb")")
-
-
-# What may not come right before a path of each shape (a word, a URL, another path).
-
-
-# A temporary folder only matters where the line writes something there.
-_OUTPUT_WORDS = re.compile(rb"(?i)out|save|dump|write|export|\blogs?\b|log_?dir|checkpoint|ckpt|result|\bruns\b|dest|cache_dir")
+_CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
+    (b"HOME", re.compile(rb"HOME[\"']")),
+    (b"USERPROFILE", re.compile(rb"USERPROFILE[\"']")),
+    (b"home()", re.compile(rb"home\(\)")),
+    (b"expanduser", re.compile(rb"expanduser")),
+)
+_NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES
+_WORD_BREAK = re.compile(rb"[\s\"'`(<\[=,]")
+_TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0c\x1b"
+_BARE_STRING = re.compile(rb"""[rRuUbBfF]{0,2}(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|""\".*|'''.*)\s*(?:#.*)?""")
 
 
 @dataclass
@@ -87,12 +63,13 @@ class Finding:
     text: str
     shape: str
     kind: str
-    category: str
+    category: str  # code | config | notebook | docs (never fails) | remote | portable (information)
     replacement: str
     parameter: str | None = None
     value: str | None = None
     rest: str = ""
     project_relative: str | None = None
+    prefix_length: int = 0  # how much of ``text`` the parameter (or the project root) stands for
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -107,158 +84,178 @@ class Skipped:
         return asdict(self)
 
 
+INFORMATION = ("remote", "portable")
+
+
 @dataclass
 class ScanResult:
     root: Path
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    not_checked: list[Skipped] = field(default_factory=list)
     files_scanned: int = 0
     bytes_scanned: int = 0
     parameters: dict[str, str] = field(default_factory=dict)
+    encodings: dict[str, str] = field(default_factory=dict)  # files read as something else than UTF-8
+    omegaconf_dirs: list[str] = field(default_factory=list)  # config folders Hydra/OmegaConf loads
 
     @property
     def failing(self) -> list[Finding]:
-        """Findings that keep the command failing: everything but documentation."""
-        return [f for f in self.findings if f.category != "docs"]
+        """Findings that keep the command failing: neither documentation nor information."""
+        return [f for f in self.findings if f.category not in ("docs", *INFORMATION)]
+
+    @property
+    def information(self) -> list[Finding]:
+        return [f for f in self.findings if f.category in INFORMATION]
 
 
-def category_of(relative: str) -> str:
-    path = PurePosixPath(relative)
-    name = path.name.lower()
-    suffix = path.suffix.lower()
-    if suffix == ".ipynb":
-        return "notebook"
-    if name.startswith("requirements") and suffix in (".txt", ".in"):
-        return "config"
-    if suffix in CONFIG_SUFFIXES or name.startswith(".env"):
-        return "config"
-    if suffix in DOCS_SUFFIXES or name.startswith(("readme", "changelog", "license")):
-        return "docs"
-    if any(part.lower() in DOCS_DIRS for part in path.parts[:-1]):
-        return "docs"
-    return "code"
-
-
-def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES) -> ScanResult:
+def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, include_generated: bool = False) -> ScanResult:
     """Scan every text file under ``project`` (default: the current folder)."""
     root = Path(project) if project is not None else Path.cwd()
     root_real = os.path.realpath(root)
     result = ScanResult(root=Path(root_real))
     roots = {os.fsencode(root_real), os.fsencode(os.path.abspath(root))}
     literals = [r for r in roots if r.count(b"/") >= 2]
-    scanner = make_scanner(Path(root_real), literals)
-    for relative, entry in _walk(root_real, result):
-        scanner.scan_file(relative, entry, result, max_bytes)
+    scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
+    for entry in walk(root_real, include_generated):
+        scanner.scan_entry(entry, result, max_bytes)
     result.parameters = dict(scanner.registry.assigned)
+    result.omegaconf_dirs = sorted(scanner.omegaconf_dirs)
     result.findings.sort(key=lambda f: (f.file, f.line, f.column))
     result.skipped.sort(key=lambda s: s.file)
+    result.not_checked.sort(key=lambda s: s.file)
     return result
 
 
-def make_scanner(root: Path, literals: list[bytes] | None = None) -> _Scanner:
-    """A scanner for ``root`` (a resolved folder): its pattern, caches and parameter names."""
+def make_scanner(root: Path, literals: list[bytes] | None = None, *, include_generated: bool = False) -> Scanner:
+    """A scanner for ``root`` (a resolved folder): its patterns, caches and parameter names."""
     if literals is None:
         literals = [os.fsencode(str(root))]
-    return _Scanner(root, shape_patterns(literals), literals)
+    return Scanner(root, literals, include_generated)
 
 
-def _walk(root: str, result: ScanResult):
-    """Yield (relative POSIX path, DirEntry) of regular files; symlinks are never followed.
-
-    Order is stable (a folder's files, then its subfolders, alphabetically), so that
-    parameter names are handed out the same way on every run.
-    """
-    stack = [("", root)]
-    while stack:
-        prefix, folder = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError as error:
-            result.skipped.append(Skipped(prefix or ".", f"folder cannot be listed: {error.strerror}"))
-            continue
-        subfolders = []
-        for entry in entries:
-            relative = f"{prefix}{entry.name}"
-            if entry.is_symlink():
-                result.skipped.append(Skipped(relative, _symlink_reason(root, entry.path)))
-            elif entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIP_DIRS:
-                    subfolders.append((relative + "/", entry.path))
-            elif entry.is_file(follow_symlinks=False):
-                if entry.name not in SKIP_FILES:
-                    yield relative, entry
-            else:
-                result.skipped.append(Skipped(relative, "not a regular file (FIFO, socket or device)"))
-        stack.extend(reversed(subfolders))
+def decode(data: bytes) -> tuple[str, str]:
+    """(text, encoding): UTF-8 when it decodes, else a legacy 8-bit text read as cp1252 (latin-1 where cp1252 has no character)."""
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "latin-1"
 
 
-def _symlink_reason(root: str, path: str) -> str:
-    target = os.path.realpath(path)
-    if not os.path.exists(target):
-        return "broken symlink or symlink loop"
-    if target != root and not target.startswith(root + os.sep):
-        return f"symlink leaving the project (to {target})"
-    return "symlink inside the project (its target is scanned in place)"
+def _in_url(data: bytes, at: int) -> bool:
+    """Is ``at`` inside a ``scheme://…`` word? (Such a line needs no shape unless another trigger calls for it.)"""
+    scheme = data.rfind(b"://", max(0, at - 256), at)
+    return scheme != -1 and _WORD_BREAK.search(data, scheme, at) is None
 
 
-class _Scanner:
-    def __init__(self, root: Path, patterns: list[tuple[str, re.Pattern[bytes]]], root_literals: list[bytes]) -> None:
+def _letter(byte: int) -> bool:
+    return 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
+
+
+_HYDRA_CONFIG_PATH = re.compile(rb"""(?:hydra\.main|initialize)\([^)]*config_path\s*=\s*["']([^"']+)["']""")
+
+
+class Scanner:
+    def __init__(self, root: Path, root_literals: list[bytes], include_generated: bool = False) -> None:
         self.root = root
-        self.patterns = patterns
-        self.root_literals = root_literals
-        self.slash_trigger = _slash_trigger(root_literals)
+        self.include_generated = include_generated
+        self.patterns = shape_patterns(root_literals)
+        self.slash = re.compile(_SLASH.pattern[:-1] + b"".join(b"|" + re.escape(r[1:]) for r in root_literals if r.startswith(b"/")) + b")")
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
-        self.root_name = root.name
+        self.omegaconf_dirs: set[str] = set()
         self._exists_cache: dict[str, bool] = {}
 
-    def scan_file(self, relative: str, entry: os.DirEntry, result: ScanResult, max_bytes: int) -> None:
+    # --- one entry of the walk ---------------------------------------------------------
+
+    def scan_entry(self, entry: WalkEntry, result: ScanResult, max_bytes: int) -> None:
+        if entry.skipped is not None:
+            result.skipped.append(Skipped(entry.relative, entry.skipped))
+        if entry.not_checked is not None:
+            result.not_checked.append(Skipped(entry.relative, entry.not_checked))
+        if entry.link_target is not None:
+            self.scan_link(entry.relative, entry.link_target, result)
+        if entry.path is not None:
+            self.scan_file(entry.relative, entry.path, entry.size, result, max_bytes)
+
+    def scan_link(self, relative: str, target: str, result: ScanResult) -> None:
+        """A symlink's target names a folder on one machine when it has a machine-specific shape."""
+        data = os.fsencode(target)
+        for finding in self.findings_in(relative, data, "config", [0]):
+            if finding.shape == "temp-dir":
+                continue  # a link into a temporary folder keeps no output there
+            finding.kind = "symlink-target"
+            result.findings.append(finding)
+
+    def scan_file(self, relative: str, path: str, size: int, result: ScanResult, max_bytes: int) -> None:
         try:
-            size = entry.stat(follow_symlinks=False).st_size
+            with open(path, "rb") as handle:
+                head = handle.read(BINARY_SNIFF_BYTES)
+                if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+                    result.not_checked.append(Skipped(relative, "UTF-16 text: save it as UTF-8 to have it checked"))
+                    return
+                if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) > len(head) // 20:
+                    result.skipped.append(Skipped(relative, "binary file"))
+                    return
+                if not self.include_generated and generated_file(head):
+                    result.skipped.append(Skipped(relative, "generated file (scanned with --include-generated)"))
+                    return
+                if size > max_bytes:
+                    result.not_checked.append(Skipped(relative, f"too large ({size} bytes > limit of {max_bytes})"))
+                    return
+                data = head + handle.read()
         except OSError as error:
-            result.skipped.append(Skipped(relative, f"cannot be read: {error.strerror}"))
+            result.not_checked.append(Skipped(relative, f"cannot be read: {error.strerror or error}"))
             return
-        if size > max_bytes:
-            result.skipped.append(Skipped(relative, f"too large ({size} bytes > limit of {max_bytes})"))
-            return
-        data = read_bytes(entry.path)
-        if isinstance(data, str):
-            result.skipped.append(Skipped(relative, data))
-            return
-        if b"\0" in data[:BINARY_SNIFF_BYTES]:
-            result.skipped.append(Skipped(relative, "binary file"))
-            return
-        if not data.isascii():
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError as error:
-                result.skipped.append(Skipped(relative, f"not UTF-8 text (byte {error.start})"))
-                return
         result.files_scanned += 1
         result.bytes_scanned += len(data)
-        lines = self.candidate_lines(relative, data)
+        if data.startswith(HELPER_MARKER):
+            return  # the helper --fix writes: it looks the home up on purpose
+        if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
+            for match in _HYDRA_CONFIG_PATH.finditer(data):
+                folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))
+                self.omegaconf_dirs.add(folder)
+        types = None
+        if relative.endswith(".ipynb"):
+            types = cell_types(data)
+            if types is None:
+                result.not_checked.append(Skipped(relative, "malformed notebook (not valid JSON with a list of cells)"))
+                return
+        lines = self.candidate_lines(data, code=os.path.splitext(relative)[1].lower() not in _NOT_CODE)
         if not lines:
             return
-        category = category_of(relative)
-        if category == "notebook" and not is_notebook(data):
-            result.skipped.append(Skipped(relative, "malformed notebook (not valid JSON with a list of cells)"))
-            return
-        result.findings.extend(self.findings_in(relative, data, category, lines))
+        if not data.isascii():
+            encoding = decode(data)[1]
+            if encoding != "utf-8":
+                result.encodings[relative] = encoding
+        category = category_of(relative, data)
+        result.findings.extend(self.findings_in(relative, data, category, lines, types))
 
-    def candidate_lines(self, relative: str, data: bytes) -> list[int]:
+    def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
         """Start offsets of the lines holding a trigger (empty: the file cannot hold a finding)."""
-        hits = [m.start() for m in self.slash_trigger.finditer(data)]
-        for byte, trigger in ((b"~", _TILDE_TRIGGER), (b"\\", _BACKSLASH_TRIGGER), (b"$", _DOLLAR_TRIGGER), (b"%", _PERCENT_TRIGGER)):
-            if byte in data:
-                hits += [m.start() for m in trigger.finditer(data)]
-        if relative.endswith(PYTHON_SUFFIXES) and b"home()" in data:
-            hits += [m.start() for m in _HOME_CALL_TRIGGER.finditer(data)]
+        hits = [m.start() for m in self.slash.finditer(data) if not _in_url(data, m.start())]
+        for literal, trigger in _OTHER_TRIGGERS + (_CODE_TRIGGERS if code else ()):
+            if literal in data:
+                found = [m.start() for m in trigger.finditer(data)]
+                if literal == b":":
+                    found = [i for i in found if i and _letter(data[i - 1]) and (i < 2 or not word_byte(data[i - 2]))]
+                hits += found
         return sorted({data.rfind(b"\n", 0, hit) + 1 for hit in hits})
 
-    def findings_in(self, relative: str, data: bytes, category: str, lines: list[int] | None = None) -> list[Finding]:
-        """Every finding in ``data`` (the text of ``relative``), parameters named by the registry."""
+    # --- the findings of one text ------------------------------------------------------
+
+    def findings_in(
+        self, relative: str, data: bytes, category: str, lines: list[int] | None = None, types=None, *, decoded: bool = False
+    ) -> list[Finding]:
+        """Every finding in ``data`` (the text of ``relative``, or a string decoded from it), parameters named by the registry."""
         if lines is None:
-            lines = self.candidate_lines(relative, data)
-        notebook = _NotebookLocator(data) if category == "notebook" else None
+            lines = self.candidate_lines(data)
+        text, _ = decode(data) if not data.isascii() else (None, "ascii")
+        place = _Place(relative, data, category, types)
+        place.json = place.json and not decoded
         found = []
         line_number, counted_to = 1, 0
         for line_start in lines:
@@ -266,50 +263,52 @@ class _Scanner:
             counted_to = line_start
             line_end = data.find(b"\n", line_start)
             line_end = len(data) if line_end == -1 else line_end
-            for group, start, end in self._matches_in_line(data, line_start, line_end):
-                finding = self._finding(relative, data, group, start, end, line_start, line_end, line_number, category, notebook)
+            for hit in line_hits(self.patterns, data, line_start, line_end):
+                finding = self._finding(place, hit, line_start, line_end, line_number, text)
                 if finding is not None:
                     found.append(finding)
         return found
 
-    def _matches_in_line(self, data: bytes, line_start: int, line_end: int) -> list[tuple[str, int, int]]:
-        """Non-overlapping (group, start, end) in the line: leftmost first, then by priority."""
-        candidates = []
-        for priority, (group, pattern) in enumerate(self.patterns):
-            for match in pattern.finditer(data, line_start, line_end):
-                start, end = match.span()
-                if not preceded_ok(group, data, start):
-                    continue
-                if group == "lookup":  # take in the receiver: os.path.expanduser, pathlib.Path.home
-                    while start > line_start and (word_byte(data[start - 1]) or data[start - 1] == 0x2E):
-                        start -= 1
-                candidates.append((start, priority, end, group))
-        chosen, taken_to = [], line_start
-        for start, _, end, group in sorted(candidates):
-            if start >= taken_to:
-                chosen.append((group, start, end))
-                taken_to = end
-        return chosen
-
-    def _finding(self, relative, data, group, start, end, line_start, line_end, line, category, notebook) -> Finding | None:
-        shape = GROUP_SHAPES[group]
-        if inside_url(data, line_start, start):
+    def _finding(self, place: _Place, hit, line_start: int, line_end: int, line: int, text: str | None) -> Finding | None:
+        data, shape = place.data, hit.shape
+        kind, category = shape, place.category
+        if place.own.holds(hit.start):
+            return None  # the block --fix wrote into a script reads the home on purpose
+        if place.notebook is not None:
+            kind = place.notebook.kind_at(hit.start)
+            if kind == DATA:
+                return None
+            if kind == MARKDOWN:
+                category = "docs"
+        if shape == "temp-dir" and not context.temp_is_output(data, line_start, hit.start, hit.text):
             return None
-        if shape == "temp-dir" and not _OUTPUT_WORDS.search(data, line_start, line_end):
+        if hit.group == "windows" and not _windows_path(hit.text, place.json):
             return None
-        text = data[start:end].decode("utf-8", errors="replace").rstrip(".")
-        kind = shape
-        if notebook is not None:
-            kind = notebook.kind_at(start)
-        column = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
-        target = classify(self.root, shape, text, self._exists)
-        if target.parameter is not None:
+        if hit.group in ("home", "project", "temp") and context.is_web_path(data, line_start, hit.start):
+            return None
+        end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
+        if place.json and hit.group == "windows":  # in JSON text a single backslash starts an escape, never a folder
+            escape = re.search(rb"(?<!\\)(?:\\\\)*\\(?!\\)", data[hit.start : end])
+            end = hit.start + escape.start() + len(escape.group(0)) - 1 if escape else end
+        raw = data[hit.start : end]
+        found = raw.decode("utf-8", errors="replace") if text is None or raw.isascii() else decode(raw)[0]
+        found = found.rstrip(".") if shape != "home-lookup" else found
+        if category != "docs" and place.is_docs(hit.start):
+            category = "docs"
+        if shape == "remote" or context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
+            category = "remote"
+        elif category != "docs" and self._portable(shape, found, data, end):
+            category = "portable"
+        target = classify(self.root, shape, found, self._exists)
+        if target.parameter is not None and category not in ("docs", "remote", "portable"):
             target = self.registry.name(target)
+        prefix = data[line_start : hit.start]
+        column = len(prefix.decode("utf-8", errors="replace") if text is None or prefix.isascii() else decode(prefix)[0]) + 1
         return Finding(
-            file=relative,
+            file=place.relative,
             line=line,
             column=column,
-            text=text,
+            text=found,
             shape=shape,
             kind=kind,
             category=category,
@@ -318,7 +317,20 @@ class _Scanner:
             value=target.value,
             rest=target.rest,
             project_relative=target.relative,
+            prefix_length=target.prefix_length,
         )
+
+    @staticmethod
+    def _portable(shape: str, found: str, data: bytes, end: int) -> bool:
+        if shape not in ("tilde", "home-var", "home-lookup"):
+            return False
+        _, components = split_home(shape, found)
+        if components:
+            return context.portable_component(components[0])
+        if shape == "home-lookup" or found in ("~", "~/", "$HOME", "${HOME}"):
+            after = data[end : data.find(b"\n", end) if b"\n" in data[end:] else len(data)]
+            return context.portable_component(context.component_after_lookup(after.decode("utf-8", "replace"), 0))
+        return False
 
     def _exists(self, relative: str) -> bool:
         if relative not in self._exists_cache:
@@ -326,18 +338,48 @@ class _Scanner:
         return self._exists_cache[relative]
 
 
-def read_bytes(path: str) -> bytes | str:
-    """The file's bytes, or the reason it cannot be read (a string)."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except IsADirectoryError:
-        return "cannot be read: it is a folder"
-    except OSError as error:
-        return f"cannot be read: {error.strerror or error}"
+_ESCAPE_NOT_PATH = re.compile(r"[A-Za-z]:\\[A-Za-z]")
 
 
-# --- classification: what a path is and what it becomes ------------------------------
+def _windows_path(text: str, json: bool) -> bool:
+    """``f:\n`` in JSON text (or an escape after a one-letter name) is not a Windows path."""
+    if _ESCAPE_NOT_PATH.fullmatch(text):
+        return False
+    return not (json and text[2] == "\\" and text[3:4] != "\\")
 
 
-# --- notebooks: which part of the .ipynb a byte offset falls in ---------------------
+HELPER_MARKER = b'"""Machine-specific paths of this project (written by `bundler paths --fix`'
+_OWN_BLOCK = re.compile(
+    rb"^# --- path parameters \(written by `bundler paths --fix`\) ---$.*?^# --- end of path parameters ---$", re.M | re.S
+)
+
+
+class _Place:
+    """What the scan knows of one file: its category, docstrings, notebook parts, remote blocks."""
+
+    def __init__(self, relative: str, data: bytes, category: str, types) -> None:
+        self.relative, self.data, self.category = relative, data, category
+        self.yaml = relative.endswith(YAML_SUFFIXES)
+        self.json = relative.endswith((".json", ".ipynb"))
+        self.notebook = NotebookLocator(data, types) if category == "notebook" else None
+        self.remote = context.remote_lines(data) if b"ssh" in data else context.Spans([])
+        own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None
+        self.own = context.Spans([own.span()] if own else [])
+        self._docstrings: context.Spans | None = None
+
+    def is_docs(self, offset: int) -> bool:
+        if not self.relative.endswith(PYTHON_SUFFIXES):
+            return False
+        start = self.data.rfind(b"\n", 0, offset) + 1
+        end = self.data.find(b"\n", offset)
+        line = self.data[start : len(self.data) if end == -1 else end].strip()
+        open_triple = self.data.count(b'"""', 0, offset) % 2 or self.data.count(b"'''", 0, offset) % 2
+        if not open_triple and not _BARE_STRING.fullmatch(line):
+            return False  # neither inside a triple-quoted string nor a line that is one string: code
+        if self._docstrings is None:
+            text = self.data.decode("utf-8", errors="replace")
+            spans = context.python_docstring_spans(text)
+            if not self.data.isascii():  # character offsets to byte offsets
+                spans = [(len(text[:s].encode("utf-8")), len(text[:e].encode("utf-8"))) for s, e in spans]
+            self._docstrings = context.Spans(spans)
+        return self._docstrings.holds(offset)

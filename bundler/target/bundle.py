@@ -31,6 +31,7 @@ passes silently)::
     [diagnostics]                          # optional; read by diagnostics/run.py
     memory_hook = "doc_pilot.diag:step"    # function(device) running one representative step
     results_dir = "runs"                   # folder tested for space/speed/checkpoints
+    dataloader_workers = 8                 # DataLoader workers the run uses: /dev/shm and cores are judged for them
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ _SECTIONS = {
     "project": {"name", "package", "entry"},
     "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index"},
     "build": {"lock", "size_budget_mb"},
-    "diagnostics": {"memory_hook", "results_dir"},
+    "diagnostics": {"memory_hook", "results_dir", "dataloader_workers"},
 }
 _EXTENSION_KEYS = {"name", "module", "compile", "check"}
 

@@ -20,6 +20,7 @@ class CudaInfo:
     driver_minor_compat: str
     devel_base: str
     confirmed: bool
+    sources: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -32,6 +33,7 @@ class RocmInfo:
     arch: tuple[str, ...]
     devel_base: str
     confirmed: bool
+    sources: tuple[str, ...] = ()
 
     @property
     def tag(self) -> str:
@@ -122,11 +124,9 @@ class TorchBuild:
 
     def companions(self) -> dict[str, str]:
         """Companion distribution -> the exact version paired with this build."""
-        pairs = {
-            "torch": self.labelled(self.release.torch),
-            "torchvision": self.labelled(self.release.torchvision),
-            "torchaudio": self.labelled(self.release.torchaudio),
-        }
+        pairs = {"torch": self.labelled(self.release.torch), "torchvision": self.labelled(self.release.torchvision)}
+        if self.release.torchaudio:  # "" from 2.13: no torchaudio is paired with the release
+            pairs["torchaudio"] = self.labelled(self.release.torchaudio)
         if self.backend == "cuda" and RELEASE_RE.match(self.release.triton):  # a range (~=3.8.0) is torch's own to resolve
             pairs["triton"] = self.release.triton
         if self.backend == "rocm" and self.release.pytorch_triton_rocm:
@@ -208,7 +208,7 @@ class CompatTable:
                 hint=f"{kind} Targets run on Linux x86-64: pass --platform linux/x86_64, or choose --cuda/--cpu.",
                 value=platform,
             )
-        message = f"torch {release.torch} has no {kind} {accel} build ({wanted}) for {where}. " + (
+        message = f"torch {release.torch} has no {wanted} build ({kind} {accel}) for {where}. " + (
             f"Its {kind} builds there: {', '.join(build_name(backend, v) for v in own)}."
             if own
             else f"It has no {kind} build for {where} at all."

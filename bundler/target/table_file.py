@@ -25,8 +25,8 @@ GFX_RE = re.compile(r"^gfx[0-9a-f]+$")
 SETUPTOOLS_RULES = ("never", "python>=3.12", "always")
 
 _TOP_KEYS = {"schema", "index_root", "pypi_index", "runtime_base", "cpu_devel_base", "sources", "cuda", "rocm", "release"}
-_CUDA_KEYS = {"driver_toolkit", "driver_minor_compat", "devel_base", "confirmed"}
-_ROCM_KEYS = {"arch", "devel_base", "confirmed"}
+_CUDA_KEYS = {"driver_toolkit", "driver_minor_compat", "devel_base", "confirmed", "sources"}
+_ROCM_KEYS = {"arch", "devel_base", "confirmed", "sources"}
 _RELEASE_KEYS = {
     "torch",
     "torchvision",
@@ -128,6 +128,15 @@ def _merge(documents: list[tuple[Path, dict]]) -> CompatTable:
             releases[release.torch] = release
     for release in releases.values():
         _cross_check(release, cuda, rocm, sources)
+    for entry, kind in [(e, "cuda") for e in cuda.values()] + [(e, "rocm") for e in rocm.values()]:
+        unknown = [s for s in entry.sources if s.split("@")[0] not in sources]
+        if unknown:
+            raise _bad(
+                base_path,
+                f'[{kind}."{entry.version}"]',
+                f"names the source {unknown[0]!r}, which [sources] does not describe",
+                "Add it to [sources].",
+            )
     return CompatTable(cuda=cuda, rocm=rocm, releases=releases, files=[str(p) for p, _ in documents], sources=sources, **settings)
 
 
@@ -146,6 +155,7 @@ def _cuda(path: Path, version: str, entry: object) -> CudaInfo:
         entry["driver_minor_compat"],
         _need_str(path, where, entry, "devel_base"),
         _bool(path, where, entry, "confirmed", True),
+        _str_list(path, where, entry, "sources", SOURCE_ID_RE, allow_empty=True),
     )
 
 
@@ -156,7 +166,9 @@ def _rocm(path: Path, version: str, entry: object) -> RocmInfo:
     entry = _table(path, where, entry)
     _keys(path, where, entry, _ROCM_KEYS)
     arch = _str_list(path, where, entry, "arch", GFX_RE, allow_empty=True)
-    return RocmInfo(version, arch, _need_str(path, where, entry, "devel_base"), _bool(path, where, entry, "confirmed", True))
+    devel_base = _need_str(path, where, entry, "devel_base")
+    sources = _str_list(path, where, entry, "sources", SOURCE_ID_RE, allow_empty=True)
+    return RocmInfo(version, arch, devel_base, _bool(path, where, entry, "confirmed", True), sources)
 
 
 def _release(path: Path, index: int, row: object) -> Release:
@@ -167,9 +179,17 @@ def _release(path: Path, index: int, row: object) -> Release:
     where = f"[[release]] torch {torch}"
     if not RELEASE_RE.match(torch):
         raise _bad(path, where, "torch must be an exact release like 2.9.1", "One row per patch release.")
-    for key in ("torchvision", "torchaudio"):
-        if not RELEASE_RE.match(_need_str(path, where, row, key)):
-            raise _bad(path, where, f"{key} {row[key]!r} is not an exact version", f"Give the {key} release paired with torch {torch}.")
+    if not RELEASE_RE.match(_need_str(path, where, row, "torchvision")):
+        raise _bad(
+            path, where, f"torchvision {row['torchvision']!r} is not an exact version", f"Give the torchvision paired with torch {torch}."
+        )
+    if not isinstance(row.get("torchaudio"), str) or (row["torchaudio"] and not RELEASE_RE.match(row["torchaudio"])):
+        raise _bad(
+            path,
+            where,
+            f"torchaudio {row.get('torchaudio')!r} is not an exact version",
+            'Give the torchaudio paired with it, or "" for none.',
+        )
     for key in ("triton", "pytorch_triton_rocm", "pypi_cuda", "pypi_cuda_aarch64", "note"):
         if not isinstance(row.get(key, ""), str):
             raise _bad(path, where, f"{key} must be a string", f'Write {key} = "…" ("" when unknown).')
@@ -236,7 +256,7 @@ def _cross_check(release: Release, cuda: dict, rocm: dict, sources: dict) -> Non
                 path, where, f'names ROCm {version}, which has no [rocm."{version}"] entry', f'Add [rocm."{version}"] with its devel_base.'
             )
     for source in release.sources:
-        if source.split("@")[0] not in sources and source not in sources:
+        if source.split("@")[0] not in sources:
             raise _bad(path, where, f"names the source {source!r}, which [sources] does not describe", "Add it to [sources].")
     for key in release.arch:
         if key not in release.arch_keys():

@@ -31,3 +31,9 @@ def build_name(backend: str, accelerator: str) -> str:
     if backend == "cpu":
         return "cpu"
     return cuda_tag(accelerator) if backend == "cuda" else rocm_tag(accelerator)
+
+
+# The newest manylinux glibc a Target's wheels may need: the oldest glibc among the bases
+# bundler builds on (Ubuntu 22.04's 2.35). Resolving for another platform uses it.
+MANYLINUX_GLIBC = 35
+DOCKER_ARCH = {"linux_x86_64": "amd64", "linux_aarch64": "arm64"}  # a Target platform as an image's Architecture

@@ -80,6 +80,10 @@ def read_bundle(path: str) -> BundleInfo:
     if backend not in BACKENDS:
         info.error = f"[target] backend is {backend!r}, expected one of {', '.join(BACKENDS)}"
         return info
+    workers = diagnostics.get("dataloader_workers", 0)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+        info.error = f"[diagnostics] dataloader_workers must be a whole number of DataLoader workers (0 or more), got {workers!r}"
+        return info
     bad = [item for item in extensions if not isinstance(item, dict) or not isinstance(item.get("module"), str)]
     if bad:
         info.error = 'every [[extensions]] entry needs a module = "import.name"'
@@ -101,6 +105,8 @@ class Checkup:
     bundle: BundleInfo | None
     results_dir: str | None  # None: a temporary folder chosen by the io stage
     keep_going: bool = False
+    order: object = None  # bdiag.order.Order: what plan.toml says was paid for; None without a plan
+    order_error: object = None  # bdiag.order.OrderError when plan.toml or its catalog cannot be used
     torch: object = None  # the imported module once the torch stage passed
     facts: dict = field(default_factory=dict)  # what earlier stages measured, for later ones
 

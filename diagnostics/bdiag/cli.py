@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import platform
@@ -10,17 +9,16 @@ import sys
 import time
 import traceback
 
-from bdiag import VERSION, report
-from bdiag.checkup import BACKENDS, Checkup, find_bundle
+from bdiag import VERSION, html, report, summary, usage
+from bdiag.checkup import BACKENDS, Checkup, find_bundle, load_toml
+from bdiag.order import OrderError, read_order
 from bdiag.probe import Probe
 from bdiag.result import FAIL, StageResult
 from bdiag.stages import ORDER
 
-USAGE_EXIT = 2
 
-
-def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(
+def parser() -> usage.Parser:
+    parse = usage.Parser(
         prog="python diagnostics/run.py",
         description="Staged checks of this machine for a bundle: interpreter, packages, torch, device, compute, "
         "extensions, memory, io, checkpoint, collectives. Exit 0 when no stage failed, "
@@ -30,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
         "--backend", choices=BACKENDS, help="expected backend (default: the bundle's [target] backend, else what torch finds)"
     )
     parse.add_argument("--json", metavar="FILE", help="write the JSON report to FILE (atomically)")
+    parse.add_argument("--report", metavar="FILE.html", help="write the report people read to FILE.html: one self-contained page")
     parse.add_argument("--keep-going", action="store_true", help="run every stage even after a failure")
     parse.add_argument("--project", metavar="DIR", help="project folder holding bundle.toml (default: see README.md)")
     parse.add_argument("--results", metavar="DIR", help="results folder to test for space, speed and checkpoints (default: <project>/runs)")
@@ -39,11 +38,14 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None, probe: Probe | None = None, stream=None) -> int:
     try:
         args = parser().parse_args(argv)
-    except SystemExit as exit_:
-        return int(exit_.code or 0) if exit_.code in (0, None) else USAGE_EXIT
-    if args.project and not os.path.isdir(args.project):
-        sys.stderr.write(f"run.py: --project {args.project} is not a folder\n")
-        return USAGE_EXIT
+        if args.project:
+            usage.check_project(args.project)
+        usage.check_destinations({"--json": args.json, "--report": args.report})
+    except usage.Usage as error:
+        sys.stderr.write(error.line())
+        return usage.EXIT
+    except SystemExit as exit_:  # --help
+        return int(exit_.code or 0)
     probe = probe or Probe()
     checkup = build_checkup(args, probe)
     started = time.time()
@@ -58,13 +60,22 @@ def main(argv=None, probe: Probe | None = None, stream=None) -> int:
         probe.close()
     code = report.exit_code(results)
     report.footer(results, code, stream)
-    if args.json:
+    document = build_report(checkup, results, code, started)
+    (stream or sys.stdout).write("\n" + summary.markdown(document))
+    for flag, path, write in (("--json", args.json, report.write_json), ("--report", args.report, write_html)):
+        if not path:
+            continue
         try:
-            report.write_json(args.json, build_report(checkup, results, code, started))
+            write(path, document)
         except OSError as error:
-            sys.stderr.write(f"run.py: cannot write the JSON report {args.json}: {error.strerror or error}\n")
-            return code or USAGE_EXIT
+            failed = usage.Usage(f"{flag} {path} cannot be written: {error.strerror or error}.", "Free space or pick another file.")
+            sys.stderr.write(failed.line())
+            code = code or usage.EXIT
     return code
+
+
+def write_html(path: str, document: dict) -> None:
+    report.write_text(path, html.render(document), ".html")
 
 
 def build_checkup(args, probe) -> Checkup:
@@ -76,7 +87,7 @@ def build_checkup(args, probe) -> Checkup:
     results_dir = args.results
     if results_dir is None and bundle is not None and not bundle.error:
         results_dir = os.path.join(bundle.root, str(bundle.diagnostics.get("results_dir", "runs")))
-    return Checkup(
+    checkup = Checkup(
         probe=probe,
         backend=backend,
         backend_source=source if backend else "inferred",
@@ -84,6 +95,12 @@ def build_checkup(args, probe) -> Checkup:
         results_dir=results_dir,
         keep_going=args.keep_going,
     )
+    if bundle is not None and not bundle.error:
+        try:
+            checkup.order = read_order(bundle.root, load_toml)
+        except OrderError as error:
+            checkup.order_error = error
+    return checkup
 
 
 def run_stages(checkup: Checkup, on_result=None) -> list:
@@ -115,6 +132,9 @@ def run_stages(checkup: Checkup, on_result=None) -> list:
 
 def build_report(checkup: Checkup, results: list, code: int, started: float) -> dict:
     first = next((result for result in results if result.status == FAIL), None)
+    order = next((result.values["order"] for result in results if "order" in result.values), None)
+    if order is None and checkup.order is not None:
+        order = dict(checkup.order.as_dict(), line=f"ordered {checkup.order.describe()}; not compared: stage 4 did not run", verdict="skip")
     return {
         "diagnostics_version": VERSION,
         "backend": checkup.backend,
@@ -126,6 +146,7 @@ def build_report(checkup: Checkup, results: list, code: int, started: float) -> 
         "seconds": round(time.time() - started, 3),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
+        "order": order,
         "stages": [result.as_dict() for result in results],
         "first_failure": first.name if first else None,
         "exit_code": code,

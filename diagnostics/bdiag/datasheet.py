@@ -20,13 +20,45 @@ def data() -> dict:
     return _cache
 
 
+VENDOR_WORDS = {"nvidia", "geforce", "tesla", "amd", "instinct", "radeon"}
+
+
+def words(text: str) -> list:
+    """'NVIDIA A100-SXM4-80GB' -> ['nvidia', 'a100', 'sxm4', '80gb']."""
+    return re.sub(r"[-_]", " ", (text or "").lower()).split()
+
+
 def match_gpu(device_name: str) -> dict | None:
-    """The datasheet row whose 'match' substring occurs in the device name, or None."""
-    lowered = (device_name or "").lower()
+    """The row whose longest 'match' pattern occurs in the device name as whole words, or None.
+
+    Whole words keep 'L4' off 'L40S' and 'A10' off 'A100'; the longest pattern wins, so
+    'NVIDIA H200 NVL' is the NVL card, not the SXM one whose pattern 'H200' it also holds.
+    """
+    name = f" {' '.join(words(device_name))} "
+    best, length = None, 0
     for row in data()["gpus"]:
-        if any(pattern.lower() in lowered for pattern in row["match"]):
+        for pattern in row["match"]:
+            wanted = " ".join(words(pattern))
+            if f" {wanted} " in name and len(wanted) > length:
+                best, length = row, len(wanted)
+    return best
+
+
+def card_row(card: str) -> dict | None:
+    """The row an offer's card name ('H100 SXM', 'A100 80GB PCIe') names: its name or an alias, word order ignored."""
+    wanted = set(words(card)) - VENDOR_WORDS
+    for row in data()["gpus"]:
+        if any(set(words(alias)) - VENDOR_WORDS == wanted for alias in [row["name"], *row.get("aliases", [])]):
             return row
     return None
+
+
+def names_card(card: str, device_name: str) -> bool:
+    """Whether a device is the ordered card: by the datasheet when it lists the card, else by its words."""
+    row = card_row(card)
+    if row is not None:
+        return match_gpu(device_name) is row
+    return bool(set(words(card)) - VENDOR_WORDS) and (set(words(card)) - VENDOR_WORDS) <= set(words(device_name))
 
 
 def thresholds(row: dict | None) -> dict:

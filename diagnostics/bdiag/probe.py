@@ -21,12 +21,17 @@ import tempfile
 import time
 
 from bdiag import FOLDER
+from bdiag.probe_gpu import GpuProbe
+from bdiag.probe_host import HostProbe
 
 SUBPROCESS_TIMEOUT = 300
 
 
-class Probe:
-    """Looks at this machine. ``prestart`` launches the slow independent subprocesses early."""
+class Probe(GpuProbe, HostProbe):
+    """Looks at this machine. ``prestart`` launches the slow independent subprocesses early.
+
+    GpuProbe adds what nvidia-smi and the driver tell about the cards, HostProbe the
+    container's limits (cgroup memory and CPU, open files)."""
 
     def __init__(self) -> None:
         self._pip = None
@@ -136,52 +141,6 @@ class Probe:
     def arch_list(self, torch) -> list:
         return list(torch.cuda.get_arch_list())
 
-    def nvidia_driver_version(self) -> str | None:
-        try:
-            with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as handle:
-                match = re.search(r"Kernel Module.*?\s(\d+\.\d+(?:\.\d+)?)\s", handle.read())
-                if match:
-                    return match.group(1)
-        except OSError:
-            pass
-        row = self.nvidia_smi(["driver_version"])
-        return row.get("driver_version") if row else None
-
-    def nvidia_smi(self, fields: list, device: str | None = None) -> dict | None:
-        """One device's answers to ``nvidia-smi --query-gpu`` (fields it does not know are left out)."""
-        binary = shutil.which("nvidia-smi")
-        if not binary:
-            return None
-
-        def query(names):
-            command = [binary, f"--query-gpu={','.join(names)}", "--format=csv,noheader,nounits"]
-            if device:
-                command += ["-i", device]
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                return None
-            if done.returncode != 0 or not done.stdout.strip():
-                return None
-            return [cell.strip() for cell in done.stdout.strip().splitlines()[0].split(",")]
-
-        cells = query(fields)
-        if cells is not None and len(cells) == len(fields):
-            return dict(zip(fields, cells, strict=False))
-        answers = {}
-        for name in fields:  # an older nvidia-smi refuses the whole query for one unknown field
-            one = query([name])
-            if one:
-                answers[name] = one[0]
-        return answers or None
-
-    def rocm_driver_version(self) -> str | None:
-        try:
-            with open("/sys/module/amdgpu/version", encoding="utf-8") as handle:
-                return handle.read().strip() or None
-        except OSError:
-            return None
-
     # --- compute -----------------------------------------------------------------------
     def torch_versions(self, torch) -> dict:
         return {"version": torch.__version__, "cuda": getattr(torch.version, "cuda", None), "hip": getattr(torch.version, "hip", None)}
@@ -235,36 +194,6 @@ class Probe:
                 end.synchronize()
                 per_call.append(start.elapsed_time(end) / 1000 / iterations)
         return sorted(per_call)[len(per_call) // 2]
-
-    def start_clock_sampler(self, device: str | None):
-        """Start sampling nvidia-smi's clock event reasons while the GEMM runs (None without nvidia-smi)."""
-        binary = shutil.which("nvidia-smi")
-        if not binary:
-            return None
-        command = [
-            binary,
-            "--query-gpu=clocks_event_reasons.active,clocks.sm,temperature.gpu,power.draw",
-            "--format=csv,noheader,nounits",
-            "-lms",
-            "200",
-        ]
-        if device:
-            command += ["-i", device]
-        try:
-            return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        except OSError:
-            return None
-
-    def stop_clock_sampler(self, sampler) -> list:
-        if sampler is None:
-            return []
-        sampler.terminate()
-        try:
-            output, _ = sampler.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
-            sampler.kill()
-            output, _ = sampler.communicate()
-        return [line.split(",") for line in output.strip().splitlines() if line.strip()]
 
     # --- extensions and compile --------------------------------------------------------
     def import_module(self, name: str):

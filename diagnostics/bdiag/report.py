@@ -1,4 +1,4 @@
-"""The human table (streamed as stages finish) and the JSON report (written atomically)."""
+"""The human table (streamed as stages finish) and the report files (written atomically)."""
 
 from __future__ import annotations
 
@@ -52,14 +52,17 @@ def footer(results, code: int, stream=None) -> None:
 
 
 def write_json(path: str, report: dict) -> None:
+    write_text(path, json.dumps(report, indent=2, default=str) + "\n", ".json")
+
+
+def write_text(path: str, text: str, suffix: str) -> None:
     """Temporary file in the same folder, then os.replace: readers never see half a report."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".diagnostics-", suffix=".json.tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=".diagnostics-", suffix=f"{suffix}.tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2, default=str)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)

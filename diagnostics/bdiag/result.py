@@ -18,6 +18,7 @@ class StageResult:
     hint: str | None = None
     messages: list = field(default_factory=list)
     seconds: float = 0.0
+    figures: list = field(default_factory=list)
 
     def _raise_to(self, status: str, message: str, hint: str | None) -> None:
         if self.status == SKIP or _RANK[status] > _RANK[self.status]:
@@ -43,6 +44,22 @@ class StageResult:
     def note(self, message: str) -> None:
         self.messages.append(message)
 
+    def figure(self, label: str, measured: float, reference: float, unit: str, pass_at: float = 1.0, warn_at: float | None = None) -> None:
+        """A measured figure against its reference (the datasheet, a limit, what the work needs), higher
+        being better: the HTML report draws it as a bar, coloured by where measured/reference falls."""
+        fraction = measured / reference if reference else 0.0
+        status = PASS if fraction >= pass_at else (WARN if warn_at is not None and fraction >= warn_at else FAIL)
+        self.figures.append(
+            {
+                "label": label,
+                "measured": round(float(measured), 3),
+                "reference": round(float(reference), 3),
+                "unit": unit,
+                "fraction": round(fraction, 3),
+                "status": status,
+            }
+        )
+
     @property
     def reason(self) -> str:
         """The first message that explains a non-pass status (what the table shows)."""
@@ -61,4 +78,5 @@ class StageResult:
             "seconds": round(self.seconds, 3),
             "hint": self.hint,
             "messages": self.messages,
+            "figures": self.figures,
         }

@@ -1,9 +1,12 @@
 """What every hostile-input case asserts: the documented exit code, one paragraph with a
 hint, no traceback, a single JSON document with --json, and nothing changed or left behind.
 
-A case runs the real `bundler` (or `python diagnostics/run.py`) in a subprocess against a
-folder the case prepared; ``watched`` folders are snapshotted before and compared after,
-so a failed command that wrote, removed or left a file is caught.
+A case runs the real `bundler` (or `python diagnostics/run.py`, or a generated project's
+pilot) in a subprocess against a folder the case prepared; ``watched`` folders are
+snapshotted before and compared after, so a failed command that wrote, removed or left
+a file is caught. ``unprivileged=True`` runs it without root's power to ignore file
+permissions (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), so that a read-only folder or an
+unreadable file means for it what it means for any user, even when the suite runs as root.
 """
 
 from __future__ import annotations
@@ -49,12 +52,38 @@ def differences(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
 
 
-def run(argv: list[str], *, cwd: Path, env: dict | None = None, watched: tuple[Path, ...] = (), timeout: int = 300) -> Outcome:
+def run(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict | None = None,
+    watched: tuple[Path, ...] = (),
+    timeout: int = 300,
+    unprivileged: bool = False,
+) -> Outcome:
     """``argv`` after `bundler` (or a full command when it starts with the interpreter)."""
     command = argv if argv and argv[0] == sys.executable else [sys.executable, "-m", "bundler", *argv]
     before = snapshot(*watched)
-    completed = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout)
+    completed = subprocess.run(
+        command,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_drop_file_powers if unprivileged and os.geteuid() == 0 else None,
+    )
     return Outcome(completed.returncode, completed.stdout, completed.stderr, differences(before, snapshot(*watched)))
+
+
+def _drop_file_powers() -> None:
+    """In the child, before exec: root without the capabilities that bypass file permissions."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP: gone from the bounding set, so from the exec'd program
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
 
 
 def assert_refused(outcome: Outcome, code: int, *mentions: str, json_mode: bool = False) -> None:

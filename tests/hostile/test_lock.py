@@ -50,6 +50,24 @@ def refused(tmp_path: Path, project: Path, args: list[str], code: int, *mentions
         (["--rocm", "7.2", "--torch", "2.7.1"], ["--rocm 6.3"], ["--cuda"]),
         (["--rocm", "6.4", "--torch", "2.15.0"], ["has no ROCm build for Linux x86-64 at all", "--torch 2.9.1"], ["--cuda"]),
         (["--rocm", "6.4", "--platform", "linux/aarch64"], ["no ROCm build of torch for Linux aarch64", "linux/x86_64"], ["--cuda 1"]),
+        # aarch64: the nearest aarch64 build, never an x86-64-only one
+        (["--cuda", "12.9", "--torch", "2.9.1", "--platform", "linux/aarch64"], ["--cuda 13.0", "cu126, cu128, cu130"], ["--rocm"]),
+        (["--cuda", "12.4", "--torch", "2.13.0", "--platform", "linux/aarch64"], ["--cuda 12.6", "for Linux aarch64"], ["--rocm"]),
+        (
+            ["--cuda", "12.8", "--torch", "2.6.0", "--platform", "linux/aarch64"],
+            ["no CUDA build for Linux aarch64 at all", "--torch 2.7.0"],
+            ["--cuda 12.4"],
+        ),
+        (
+            ["--cuda", "12.8", "--torch", "2.13.0", "--torch-index", "pypi", "--platform", "linux/aarch64"],
+            ["Linux aarch64 is the CUDA 13.0 build", "--cuda 13.0"],
+            ["--rocm"],
+        ),
+        (
+            ["--cuda", "12.8", "--torch", "2.9.1", "--torch-index", "pypi", "--platform", "linux/aarch64"],
+            ["Linux aarch64 is the CPU build", "--cpu"],
+            ["--cuda 1"],
+        ),
     ],
 )
 def test_refusals_suggest_the_nearest_build_of_the_same_backend(tmp_path, flags, mentions, never):
@@ -112,6 +130,8 @@ def test_builds_and_releases_the_table_does_not_know_are_refused(tmp_path, flags
         (["--torch-index", "https://pypi.org/simple"], ["is not one of pytorch, pypi"]),
         (["--platform", "windows"], ["platform 'windows' is not supported"]),
         (["--platform", "linux/arm64"], ["platform 'linux_arm64' is not supported", "linux_aarch64"]),
+        (["--resolver", ""], ["--resolver '' is not one of pip-tools, uv"]),
+        (["--resolver", "uv;rm -rf ~"], ["is not one of pip-tools, uv"]),
     ],
 )
 def test_flag_values_are_refused_as_bad_usage_before_anything_is_planned(tmp_path, flags, mentions):

@@ -5,12 +5,25 @@ from __future__ import annotations
 import shutil
 import tempfile
 
+from bdiag import distributed
+from bdiag.stages import peers
+
 NAME = "collectives"
 NEEDS_TORCH = True
 WORLD = 2
 
 
 def run(checkup, result) -> None:
+    # Under torchrun: the job's all_reduce across processes and nodes, then this node's check.
+    launch = distributed.launch_from(checkup.probe.environ())
+    if launch is not None:
+        distributed.run(checkup, result, launch, local=run_local)
+        return
+    run_local(checkup, result)
+
+
+def run_local(checkup, result) -> None:
+    """The check of this machine alone: its GPUs (or gloo on the CPU) in fresh processes."""
     probe, torch = checkup.probe, checkup.torch
     if checkup.gpu:
         count = probe.device_count(torch) if probe.cuda_available(torch) else 0
@@ -18,6 +31,7 @@ def run(checkup, result) -> None:
         if count < WORLD:
             result.skip(f"{count} device visible: collectives need at least {WORLD}")
             return
+        peers.check_links(checkup, result, count)
         backend, device = "nccl", "cuda"  # torch's "nccl" is RCCL on ROCm builds
     else:
         if probe.environ().get("BUNDLE_DIAG_GLOO") != "1":
@@ -46,3 +60,4 @@ def run(checkup, result) -> None:
     bandwidth = min(answer.get("bus_bandwidth_gb_s", 0) for answer in answers)
     result.values["bus_bandwidth_gb_s"] = bandwidth
     result.summary = f"{backend} all_reduce × {WORLD} ok, bus {bandwidth:.1f} GB/s"
+    peers.judge_bus_bandwidth(checkup, result, bandwidth, WORLD)

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 from bdiag.datasheet import grade, match_gpu, thresholds
+from bdiag.stages import card, pcie
 from bdiag.stages.common import gpu_missing
 
 NAME = "compute"
 NEEDS_TORCH = True
 CHECK_SIZE = 512
 TOLERANCE = {"float32": 5e-3, "bfloat16": 3e-2, "float16": 1e-2}  # relative Frobenius error; fp32 allows TF32
-# Bits of nvidia-smi's clocks_event_reasons.active that mean the card slowed down on its own.
+# Bits of nvidia-smi's clocks_event_reasons.active (NVML's nvmlClocksEventReason*) that mean
+# the clocks were held below what the load asked for.
 CLOCK_REASONS = {
+    0x2: "applications clocks setting (clocks locked or set low)",
     0x4: "software power cap",
     0x8: "hardware slowdown",
-    0x40: "software thermal slowdown",
-    0x80: "hardware thermal slowdown",
-    0x100: "hardware power brake",
+    0x20: "software thermal slowdown",
+    0x40: "hardware thermal slowdown",
+    0x80: "hardware power brake",
 }
 
 
@@ -71,9 +74,7 @@ def _throughput(checkup, result, device, dtype) -> None:
     info = (checkup.facts.get("devices") or [{"name": torch.cuda.get_device_name(device)}])[0]
     row = match_gpu(info["name"])
     limits = thresholds(row)
-    smi_id = None  # nvidia-smi numbers cards its own way; the uuid names the same card exactly
-    if info.get("uuid") and checkup.backend == "cuda":
-        smi_id = info["uuid"] if info["uuid"].startswith(("GPU-", "MIG-")) else f"GPU-{info['uuid']}"
+    smi_id = card.smi_uuid(info)  # nvidia-smi numbers cards its own way; the uuid names the same card exactly
     sampler = probe.start_clock_sampler(smi_id) if checkup.backend == "cuda" else None
     try:
         tflops = probe.matmul_tflops(torch, device, dtype)
@@ -88,6 +89,11 @@ def _throughput(checkup, result, device, dtype) -> None:
         gemm_dtype=name, gemm_tflops=round(tflops, 1), bandwidth_tbs=round(tbs, 3), clock_event_reasons=reasons, thresholds=limits
     )
     result.summary = f"GEMM {name} {tflops:.0f} TFLOP/s, copy {tbs:.2f} TB/s"
+    state = (checkup.facts.get("card_state") or {}).get(smi_id, {})
+    card.judge_power(result, state, row)
+    card.judge_clocks(result, state, samples)
+    pcie.judge_link(result, state, samples, row)
+    pcie.judge_copy(result, probe.host_to_device_gb_s(torch, device), row)
     if row is None:
         result.note(f"no datasheet row for {info['name']!r}: figures reported, not judged (add a row to gpus.json)")
         return
@@ -101,6 +107,8 @@ def _throughput(checkup, result, device, dtype) -> None:
         f"The card is slower than its datasheet ({row['name']}).{throttled} Check `nvidia-smi -q -d PERFORMANCE,CLOCK,POWER`, "
         "other processes on the GPU, and cooling; ask the provider for another machine if it persists."
     )
+    result.figure(f"GEMM {name} vs datasheet", tflops, row["bf16_tflops"], "TFLOP/s", limits["gemm_pass"], limits["gemm_warn"])
+    result.figure("memory bandwidth vs datasheet", tbs, row["bandwidth_tbs"], "TB/s", limits["bandwidth_pass"], limits["bandwidth_warn"])
     for what, fraction, pass_at, warn_at in (
         ("GEMM", gemm_fraction, limits["gemm_pass"], limits["gemm_warn"]),
         ("memory bandwidth", bandwidth_fraction, limits["bandwidth_pass"], limits["bandwidth_warn"]),
@@ -116,9 +124,6 @@ def _throughput(checkup, result, device, dtype) -> None:
 def _clock_reasons(samples: list) -> list:
     seen = set()
     for row in samples:
-        try:
-            mask = int(row[0].strip(), 16) if row[0].strip().startswith("0x") else int(row[0])
-        except (ValueError, IndexError):
-            continue
+        mask = card.event_mask(row)
         seen.update(name for bit, name in CLOCK_REASONS.items() if mask & bit)
     return sorted(seen)

@@ -11,6 +11,7 @@ from bdiag.datasheet import (
     nvidia_driver_minimums,
     rocm_arch_base,
 )
+from bdiag.stages import card, received
 
 NAME = "device"
 NEEDS_TORCH = True
@@ -25,6 +26,7 @@ def run(checkup, result) -> None:
         result.values["CUDA_VISIBLE_DEVICES"] = visible
     if not checkup.gpu:
         result.values["gpus_visible"] = probe.device_count(torch) if probe.cuda_available(torch) else 0
+        received.not_compared(checkup, result, "backend cpu")
         result.skip("backend cpu: no GPU expected")
         return
     if checkup.backend == "cuda":
@@ -43,6 +45,7 @@ def run(checkup, result) -> None:
             f"torch sees no {checkup.backend} device",
             f"Start the container with {flags}; check the driver on the host (nvidia-smi / rocm-smi).",
         )
+        received.compare(checkup, result, [])
         return
     arch_list = probe.arch_list(torch)
     result.values["arch_list"] = arch_list
@@ -57,6 +60,11 @@ def run(checkup, result) -> None:
         _memory_vs_datasheet(checkup, result, info)
     if checkup.backend == "cuda":
         _mig_and_ecc(checkup, result, visible)
+    state = card.read_state(checkup, devices) if checkup.backend == "cuda" else {}
+    apps = probe.compute_apps() if checkup.backend == "cuda" else []
+    for info in devices:
+        card.judge_busy(checkup, result, info, state.get(card.smi_uuid(info), {}), apps)
+    received.compare(checkup, result, devices)
     first = devices[0]
     result.summary = f"{len(devices)} × {first['name']}, {first['total_memory'] / GIB:.0f} GiB"
 

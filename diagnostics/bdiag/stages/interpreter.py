@@ -24,6 +24,11 @@ def run(checkup, result) -> None:
                 f"Fix {checkup.bundle.path} (see the schema in bundler's bundle.py), or pass --backend and --project to check without it.",
             )
             return
+    if checkup.order_error is not None:
+        result.fail(checkup.order_error.message, checkup.order_error.hint)
+        return
+    if checkup.order is not None:
+        result.values["plan"] = checkup.order.plan
     _check_bundle_python(result, environ.get("BUNDLE_PYTHON"), executable, prefix, base_prefix)
     wanted = checkup.bundle.target.get("python") if checkup.bundle else None
     if wanted:

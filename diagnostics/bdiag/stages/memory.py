@@ -8,6 +8,7 @@ import sys
 
 from bdiag import workloads
 from bdiag.datasheet import data
+from bdiag.stages import limits as container
 from bdiag.stages.common import gpu_missing
 
 NAME = "memory"
@@ -65,17 +66,21 @@ def run(checkup, result) -> None:
         **{f"step_{k}": v for k, v in measured["extra"].items()},
     )
     result.summary = f"peak {peak / GIB:.1f} of {total / GIB:.0f} GiB ({headroom:.0%} free)"
+    warn_at = data()["memory"]["headroom_warn_fraction"]
+    result.figure("device memory free at the step's peak", (total - peak) / GIB, total / GIB, "GiB", warn_at, 0.0)
     if headroom < 0:
         result.fail(
             f"the step needs {peak / GIB:.1f} GiB, the device has {total / GIB:.1f} GiB",
             "Lower the batch size or sequence length before the full run.",
         )
-    elif headroom < data()["memory"]["headroom_warn_fraction"]:
+    elif headroom < warn_at:
         result.warn(
             f"only {headroom:.0%} of device memory is left at the step's peak",
             "Longer inputs or fragmentation may run out of memory: lower the batch size or set "
             "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
         )
+    gpu_bytes = sum(info.get("total_memory", 0) for info in checkup.facts.get("devices") or [])
+    container.memory(checkup, result, checkup.probe.max_rss_bytes(), gpu_bytes)
 
 
 def _cpu(checkup, result, step, source) -> None:
@@ -88,5 +93,6 @@ def _cpu(checkup, result, step, source) -> None:
     available = checkup.probe.mem_available_bytes()
     step = {f"step_{k}": v for k, v in (extra or {}).items()}
     result.values.update(max_rss=checkup.probe.max_rss_bytes(), mem_available=available, **step)
+    container.memory(checkup, result, result.values["max_rss"])
     result.skip("backend cpu: no device memory to measure (the step ran; process RSS reported)")
     result.summary = f"RSS {result.values['max_rss'] / GIB:.1f} GiB"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from bdiag import imports
 from bdiag.lockfile import LockCorrupt, marker_applies, read_lock, same_version
 
 NAME = "packages"
@@ -25,6 +26,8 @@ def run(checkup, result) -> None:
     if result.status == "fail":
         return
     _pip_check(result, probe)
+    if result.status != "fail" and checkup.bundle is not None and not checkup.bundle.error and os.path.isfile(checkup.bundle.lock_path):
+        _imports(result, checkup, probe)
 
 
 def _compare(result, path: str, installed: dict) -> None:
@@ -97,3 +100,22 @@ def _pip_check(result, probe) -> None:
         )
     elif not result.summary:
         result.summary = "pip check ok"
+
+
+def _imports(result, checkup, probe) -> None:
+    """Every direct dependency's top-level modules imported in fresh interpreters (bdiag/imports.py)."""
+    budget = float(checkup.bundle.diagnostics.get("import_budget_s", imports.DEFAULT_BUDGET_S))
+    report = imports.check(checkup.bundle.lock_path, probe.executable(), budget, gpu_target=checkup.gpu)
+    result.values["imports"] = report
+    if "skipped" in report:
+        result.note(f"imports not checked: {report['skipped']}")
+        return
+    for item in report["warnings"]:
+        result.warn(f"import {imports.describe(item)}", item["hint"])
+    if report["failures"]:
+        shown = report["failures"][:3]
+        result.fail(
+            "direct dependencies do not import: " + "; ".join(imports.describe(item) for item in shown),
+            " ".join(dict.fromkeys(item["hint"] for item in shown)),
+        )
+    result.summary = (result.summary + "; " if result.summary else "") + f"{report['imported']}/{report['modules']} modules import"

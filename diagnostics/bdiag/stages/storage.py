@@ -6,6 +6,7 @@ import shutil
 import tempfile
 
 from bdiag.datasheet import data
+from bdiag.stages import limits as container
 
 NAME = "io"
 NEEDS_TORCH = True
@@ -14,8 +15,13 @@ MIB, GIB = 1 << 20, 1 << 30
 
 def run(checkup, result) -> None:
     limits = data()["io"]
+    workers = container.configured_workers(checkup)
     _shm(checkup, result, limits)
+    if result.values.get("shm_total") is not None:
+        container.shm_for_workers(result, result.values["shm_total"], workers)
     _dataloader(checkup, result)
+    container.cores(checkup, result, workers)
+    container.open_files(checkup, result)
     _results_folder(checkup, result, limits)
 
 

@@ -1,7 +1,9 @@
-"""A small document classifier: hashed bag of words -> one linear layer.
+"""The model: hashed bag of words -> one linear layer. Replace it with yours.
 
-Stand-alone on purpose (torch and the standard library only): every run copies this file
-into runs/<id>/ so that its checkpoint can be reloaded without the project.
+The evidence layer calls only what `evidence.ModelModule` and `evidence.Model` name:
+`create` and `restore` here, `fit`, `predict` and `state` on the model. This file is
+copied into every run folder next to reload.py, so it imports torch and the standard
+library only (not the rest of the package).
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import torch
 from torch import nn
 
 TOKEN_RE = re.compile(r"[a-z0-9]+")
+# One document's tensors are tiny: one thread is several times faster than many on them (and
+# the pilot and every reload of its checkpoint then compute the same way). A larger model drops this.
+torch.set_num_threads(1)
 
 
 def featurize(texts: list[str], features: int) -> torch.Tensor:
@@ -27,91 +32,60 @@ def featurize(texts: list[str], features: int) -> torch.Tensor:
     return matrix / matrix.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
-class Classifier(nn.Module):
-    def __init__(self, features: int, categories: int) -> None:
-        super().__init__()
+class Classifier:
+    def __init__(self, features: int, categories: int, training: dict | None = None) -> None:
+        self.features = features
         self.linear = nn.Linear(features, categories)
         nn.init.zeros_(self.linear.weight)
         nn.init.zeros_(self.linear.bias)
+        self.training = training
+        self.optimizer = self.scheduler = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear(x)
+    def fit(self, texts: list[str], labels: list[int], on_step) -> None:
+        """Full-batch updates; classes weighted by inverse frequency so that a rare category
+        is not drowned by the others after a single update."""
+        self.optimizer = torch.optim.SGD(self.linear.parameters(), lr=self.training["learning_rate"])
+        self.scheduler = torch.optim.lr_scheduler.StepLR(self.optimizer, step_size=1, gamma=self.training["scheduler_gamma"])
+        x, y = featurize(texts, self.features), torch.tensor(labels, dtype=torch.long)
+        counts = torch.bincount(y, minlength=self.linear.out_features).float()
+        weights = torch.where(counts > 0, counts.sum() / (counts.clamp_min(1) * (counts > 0).sum()), torch.zeros_like(counts))
+        self.linear.train()
+        for step in range(1, self.training["steps"] + 1):
+            self.optimizer.zero_grad()
+            loss = nn.functional.cross_entropy(self.linear(x), y, weight=weights)
+            on_step(step, float(loss.detach()))
+            loss.backward()
+            self.optimizer.step()
+            self.scheduler.step()
 
+    @torch.no_grad()
+    def predict(self, text: str) -> tuple[int, float]:
+        self.linear.eval()
+        scores, classes = torch.softmax(self.linear(featurize([text], self.features)), dim=1).max(dim=1)
+        return int(classes[0]), float(scores[0])
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def make_training(model: Classifier, training: dict):
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(training.get("learning_rate", 0.5)))
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=float(training.get("scheduler_gamma", 0.5)))
-    return optimizer, scheduler
-
-
-def train(model: Classifier, optimizer, scheduler, x: torch.Tensor, y: torch.Tensor, steps: int, on_step=None) -> list[float]:
-    """Full-batch updates on the labelled accepted documents; returns the loss of each step.
-
-    Classes are weighted by inverse frequency so that a category with few examples is
-    not drowned by the others after a single update. ``on_step(step, loss)`` is called
-    after each step's loss is known (the stop rules raise from it).
-    """
-    counts = torch.bincount(y, minlength=model.linear.out_features).float()
-    weights = torch.where(counts > 0, counts.sum() / (counts.clamp_min(1) * (counts > 0).sum()), torch.zeros_like(counts))
-    losses = []
-    model.train()
-    for _ in range(steps):
-        optimizer.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y, weight=weights)
-        if on_step is not None:
-            on_step(len(losses) + 1, float(loss.detach()))
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        losses.append(float(loss.detach()))
-    return losses
+    def state(self) -> dict:
+        return {
+            "weights": self.linear.state_dict(),
+            "optimizer": self.optimizer.state_dict() if self.optimizer else {},
+            "scheduler": self.scheduler.state_dict() if self.scheduler else {},
+            "rng": {"python": random.getstate(), "torch": torch.get_rng_state()},
+            "features": self.features,
+        }
 
 
-@torch.no_grad()
-def predict(model: Classifier, x: torch.Tensor) -> tuple[list[int], list[float]]:
-    model.eval()
-    probabilities = torch.softmax(model(x), dim=1)
-    scores, classes = probabilities.max(dim=1)
-    return classes.tolist(), scores.tolist()
+def create(categories: list[str], parameters: dict) -> Classifier:
+    random.seed(parameters["model"]["seed"])
+    torch.manual_seed(parameters["model"]["seed"])
+    return Classifier(parameters["model"]["features"], len(categories), parameters["training"])
 
 
-def predict_one(model: Classifier, text: str, features: int) -> tuple[int, float]:
-    """One document at a time, as the pilot writes it: the same numbers in every process."""
-    classes, scores = predict(model, featurize([text], features))
-    return classes[0], scores[0]
-
-
-def rng_states() -> dict:
-    return {"python": random.getstate(), "torch": torch.get_rng_state()}
-
-
-def restore_rng(states: dict) -> None:
-    version, internal, gauss = states["python"]
+def restore(state: dict) -> Classifier:
+    """The trained model back; the optimizer and scheduler states stay as loaded (training is over)."""
+    weights = state["weights"]
+    classifier = Classifier(int(state["features"]), weights["weight"].shape[0])
+    classifier.linear.load_state_dict(weights)
+    version, internal, gauss = state["rng"]["python"]
     random.setstate((version, tuple(internal), gauss))
-    torch.set_rng_state(states["torch"])
-
-
-def load_checkpoint(path, training: dict, with_optimizer: bool = True):
-    """Model, optimizer, scheduler and RNG states back from ``path`` (no pickled code runs).
-
-    Without ``with_optimizer`` (training finished: only predictions remain) the optimizer
-    and scheduler states stay as loaded tensors and are not rebuilt into objects, which
-    spares the first optimizer's one-off import cost (about 2 s) in a resumed run.
-    """
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    classifier = Classifier(int(state["features"]), len(state["categories"]))
-    classifier.load_state_dict(state["model"])
-    optimizer = scheduler = None
-    if with_optimizer:
-        optimizer, scheduler = make_training(classifier, training)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-    elif not {"optimizer", "scheduler"} <= set(state):
-        raise KeyError("the checkpoint lacks the optimizer or scheduler state")
-    restore_rng(state["rng"])
-    return state, classifier, optimizer, scheduler
+    torch.set_rng_state(state["rng"]["torch"])
+    return classifier

@@ -1,0 +1,180 @@
+"""The builder container: a source archive made into a wheel on the Target's own base image.
+
+A pure-Python archive builds in the base image as it is. One with C, C++, Cython, Fortran
+or Rust sources builds in ``bundler/builder:<key>``: the base image plus the compilers it
+needs from the distribution's mirror (build-essential, pkg-config, gfortran, cargo) and
+Python's headers when the base lacks them — made once per base image and recipe, listed
+and pruned by `bundler cache`. The build runs ``pip wheel --no-deps`` in a fresh venv as
+this user, with the host's CA bundle and proxy (its build requirements come from PyPI),
+with ``SOURCE_DATE_EPOCH`` fixed so that a rebuild gives the same bytes where the
+package's build allows it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import tarfile
+import tempfile
+import zipfile
+from pathlib import Path
+
+from bundler.errors import BuildError, ExternalError
+from bundler.image.labels import LABEL_PREFIX
+from bundler.pipsettings import container_pip, host_pip_settings
+
+BUILDER_REPOSITORY = "bundler/builder"
+BUILDER_LABEL = f"{LABEL_PREFIX}.builder.key"
+RECIPE = "1"  # bump when the builder Dockerfile below changes meaning
+BUILD_TIMEOUT_S = int(os.environ.get("BUNDLER_WHEEL_BUILD_TIMEOUT", "1800"))
+SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest time a wheel (zip) can hold
+COMPILERS = {  # what a source file needs -> Debian packages
+    "c": ("build-essential", "pkg-config"),
+    "fortran": ("build-essential", "gfortran"),
+    "rust": ("build-essential", "cargo"),
+}
+_SUFFIXES = {".c": "c", ".cc": "c", ".cpp": "c", ".cxx": "c", ".pyx": "c", ".f": "fortran", ".f90": "fortran", ".f95": "fortran"}
+
+
+def needed_compilers(sdist: Path) -> list[str]:
+    """The Debian packages the archive's sources call for ([] for pure Python)."""
+    kinds = set()
+    for name in _member_names(sdist):
+        lower = name.lower()
+        if lower.endswith("/cargo.toml"):
+            kinds.add("rust")
+        suffix = os.path.splitext(lower)[1]
+        if suffix in _SUFFIXES:
+            kinds.add(_SUFFIXES[suffix])
+    return sorted({package for kind in kinds for package in COMPILERS[kind]})
+
+
+def _member_names(sdist: Path) -> list[str]:
+    try:
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as archive:
+                return archive.namelist()
+        with tarfile.open(sdist) as archive:
+            return archive.getnames()
+    except (tarfile.TarError, zipfile.BadZipFile, OSError) as error:
+        raise BuildError(
+            f"the source archive {sdist} cannot be read: {error}.",
+            hint=f"Delete {sdist.parent} from the cache and build again.",
+            path=sdist,
+        ) from None
+
+
+def builder_dockerfile(base: str, python: str, packages: list[str], key: str) -> str:
+    include = f"$({python} -c 'import sysconfig; print(sysconfig.get_paths()[\"include\"])')/Python.h"
+    return "\n".join(
+        [
+            f"FROM {base}",
+            "RUN apt-get update \\",
+            f" && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {' '.join(packages)} \\",
+            f' && if [ ! -f "{include}" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends'
+            f" {python}-dev; fi \\",
+            " && rm -rf /var/lib/apt/lists/*",
+            f'LABEL {BUILDER_LABEL}="{key}"',
+            "",
+        ]
+    )
+
+
+def builder_image(engine, base, python: str, packages: list[str], say) -> str:
+    """The image to build in: the base itself, or ``bundler/builder:<key>`` with ``packages``."""
+    if not packages:
+        return base.image_id
+    key = hashlib.sha256("\0".join((RECIPE, base.image_id, python, *packages)).encode()).hexdigest()
+    tag = f"{BUILDER_REPOSITORY}:{key[:24]}"
+    import docker.errors
+
+    try:
+        return engine.images.get(tag).id
+    except docker.errors.ImageNotFound:
+        pass
+    say(f"Builder image {tag}: {base.reference} + {', '.join(packages)} from the distribution's mirror…")
+    text = builder_dockerfile(base.reference, python, packages, key)
+    log = []
+    try:
+        for event in engine.api.build(fileobj=io.BytesIO(text.encode()), rm=True, forcerm=True, pull=False, decode=True, tag=tag):
+            if "error" in event or "errorDetail" in event:
+                message = (event.get("error") or event["errorDetail"].get("message", "")).strip()
+                raise BuildError(
+                    f"the builder image for {base.reference} could not be made: {message[:300]}\n  " + "\n  ".join(log[-8:]),
+                    hint="It installs compilers with apt-get from the base image's distribution mirror: the base must be "
+                    "Debian or Ubuntu and its mirror reachable from a build.",
+                    value=base.reference,
+                )
+            log += [line for line in event.get("stream", "").splitlines() if line.strip()]
+    except docker.errors.APIError as error:
+        raise BuildError(f"the engine refused to build {tag}: {error.explanation or error}.", hint="Check the engine's log.") from None
+    return engine.images.get(tag).id
+
+
+def build_in_container(engine, image: str, python: str, sdist: Path, name: str, version: str, say) -> tuple[Path, str]:
+    """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log)."""
+    out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
+    env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
+    env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"})
+    volumes[str(sdist.parent)] = {"bind": "/in", "mode": "ro"}
+    volumes[str(out)] = {"bind": "/out", "mode": "rw"}
+    script = (
+        f"set -e; PY=$(command -v {python}); cd /tmp; "
+        f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out "/in/{sdist.name}"'
+    )
+    say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
+    container = engine.containers.run(
+        image,
+        [script],
+        entrypoint=["/bin/sh", "-c"],
+        environment=env,
+        volumes=volumes,
+        user=f"{os.getuid()}:{os.getgid()}",
+        working_dir="/tmp",
+        network_mode="bridge",
+        detach=True,
+    )
+    try:
+        from requests.exceptions import ConnectionError as Disconnected
+        from requests.exceptions import ReadTimeout
+
+        try:
+            code = int(container.wait(timeout=BUILD_TIMEOUT_S).get("StatusCode", 1))
+        except (ReadTimeout, Disconnected):  # the build ran past its time
+            code = -1
+        log = container.logs().decode("utf-8", "replace")
+    finally:
+        container.remove(force=True)
+    wheels = sorted(out.glob("*.whl"))
+    if code != 0 or len(wheels) != 1:
+        raise build_failure(name, version, sdist, code, log)
+    return wheels[0], log
+
+
+def build_failure(name: str, version: str, sdist: Path, code: int, log: str) -> Exception:
+    lines = [line for line in log.splitlines() if line.strip()]
+    tail = "\n  ".join(lines[-12:])
+    if re.search(r"Could not fetch URL|NewConnectionError|Temporary failure in name resolution|SSLError|ProxyError", log):
+        return ExternalError(
+            f"building {name}=={version} from {sdist.name} needs its build requirements from PyPI, which the builder container could not "
+            f"reach:\n  {tail}",
+            hint="Check the proxy (PIP_PROXY / HTTPS_PROXY) and the CA bundle (PIP_CERT); the container gets both from this host.",
+            value=name,
+        )
+    header = re.search(r"fatal error: ([\w./+-]+\.h): No such file", log)
+    why = (
+        f"it needs the headers of a system library ({header.group(1)}) that the builder does not have"
+        if header
+        else "the build ran past its time limit"
+        if code == -1
+        else f"the build exited {code}"
+    )
+    return BuildError(
+        f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
+        hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in requirements.in, then `bundler lock`), or "
+        f"build the wheel where it builds (`pip wheel --no-deps {name}=={version} -w wheels/`) and list `./wheels/<the file>.whl` in "
+        "requirements.in: bundler then locks and installs that file.",
+        value=name,
+    )

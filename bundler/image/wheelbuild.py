@@ -1,0 +1,226 @@
+"""Wheels for the pins that publish none for the Target, made before the dependency image.
+
+The lock's sidecar (bundler/lock/sidecar.py) names each such pin with its source
+archive's sha256. For each, in order: a wheel already built for that archive and this
+Target (platform, Python, base image) is taken from the cache; otherwise the archive is
+downloaded (or taken from the cache) and checked against the lock's hash, built in the
+builder container (bundler/image/builder.py) and checked (name, version, tags that fit
+the Target). The wheel is stored in the content-addressed wheel cache under its own
+sha256, the record ``builds/<archive sha256>/<key>.json`` remembers it, and the sidecar
+records its sha256 for this Target. The build then installs a lock whose line for that
+pin allows exactly that wheel's hash: ``--require-hashes`` like every other wheel.
+
+Wheels inside the project (``./wheels/x.whl`` in requirements.in) are checked against
+the hash the lock recorded and placed in the same cache, so the build installs that file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from bundler.errors import BuildError, ExternalError, LockError
+from bundler.fsutil import atomic_write_text, sha256_file
+from bundler.image import builder
+from bundler.image.wheelhouse import cache_root, find_cached
+from bundler.lock.lockfile import Lock, Pin, logical_lines, parse_pins
+from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems, write_sidecar
+from bundler.lock.sources import PYPI_SIMPLE, index_files, target_tags
+from bundler.pipsettings import cache_dir, host_pip_settings, open_url
+
+
+def target_key(target, base_reference: str) -> str:
+    return f"{target.platform} python{target.python} {base_reference}"
+
+
+def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lock, list[str]]:
+    """The lock the image installs (source-built pins allow their wheel's hash) and notes."""
+    notes: list[str] = []
+    side = _sidecar(lock, bundle, notes)
+    _stage_project_wheels(bundle, side)
+    if not side.source_builds:
+        return lock, notes
+    key = target_key(bundle.target, base.reference)
+    replacements, changed = {}, False
+    for item in side.source_builds:
+        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say)
+        entry = {"file": wheel.name, "sha256": digest}
+        recorded = item.setdefault("wheels", {}).get(key)
+        if recorded != entry:
+            if recorded:
+                notes.append(
+                    f"{item['name']}'s wheel was built again and differs from the recorded one; the record now names {digest[:16]}…"
+                )
+            item["wheels"][key] = entry
+            changed = True
+        replacements[item["name"]] = (item["version"], digest)
+    if changed:
+        write_sidecar(lock.path, side)
+        notes.append(f"{sidecar_path(lock.path).name} records the sha256 of the wheels built for {key}")
+    return with_wheel_hashes(lock, replacements), notes
+
+
+def _sidecar(lock: Lock, bundle, notes: list[str]) -> Sidecar:
+    side = read_sidecar(lock.path)
+    if side is not None and not sidecar_problems(lock, side):
+        return side
+    from bundler.lock.spec import make_spec
+
+    side = make_sidecar(make_spec(bundle, bundle.target), lock, notes)
+    write_sidecar(lock.path, side)
+    notes.append(f"{sidecar_path(lock.path).name} was missing or out of date; written for the lock")
+    return side
+
+
+def _stage_project_wheels(bundle, side: Sidecar) -> None:
+    for item in side.project_wheels:
+        path = bundle.root / item["path"]
+        if not path.is_file() or sha256_file(path) != item["sha256"]:
+            raise LockError(
+                f"the project wheel {path} is missing or changed since the lock recorded its sha256 {item['sha256'][:16]}….",
+                hint="Run `bundler lock` again (it locks the wheel as it is now).",
+                path=path,
+            )
+        store(path, item["sha256"])
+
+
+def store(path: Path, digest: str) -> Path:
+    """Place ``path`` in the content-addressed cache under ``digest`` (already verified)."""
+    folder = cache_root() / digest[:2] / digest
+    final = folder / path.name
+    if not final.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f".{path.name}.partial"
+        shutil.copyfile(path, partial)
+        os.replace(partial, final)
+    return final
+
+
+def _record_path(sdist_sha256: str, key: str) -> Path:
+    return cache_dir() / "builds" / sdist_sha256[:2] / sdist_sha256 / (hashlib.sha256(key.encode()).hexdigest()[:16] + ".json")
+
+
+def _cached_wheel(item: dict, key: str) -> tuple[Path, str] | None:
+    candidates = []
+    record = _record_path(item["sdist_sha256"], key)
+    if record.is_file():
+        try:
+            candidates.append(json.loads(record.read_text(encoding="utf-8"))["sha256"])
+        except (ValueError, KeyError):
+            pass
+    if item.get("wheels", {}).get(key):
+        candidates.append(item["wheels"][key]["sha256"])
+    for digest in candidates:
+        found = find_cached(Pin(item["name"], item["version"], (digest,), ""))
+        if found is not None and sha256_file(found.path) == digest:
+            return found.path, digest
+    return None
+
+
+def _wheel_for(item: dict, key: str, lock: Lock, target, engine, base, say) -> tuple[Path, str]:
+    cached = _cached_wheel(item, key)
+    if cached is not None:
+        return cached
+    sdist = _sdist(item, lock)
+    image = builder.builder_image(engine, base, f"python{target.python}", builder.needed_compilers(sdist), say)
+    wheel, _ = builder.build_in_container(engine, image, f"python{target.python}", sdist, item["name"], item["version"], say)
+    try:
+        _check_wheel(wheel, item, target)
+        digest = sha256_file(wheel)
+        stored = store(wheel, digest)
+    finally:
+        shutil.rmtree(wheel.parent, ignore_errors=True)
+    record = _record_path(item["sdist_sha256"], key)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(record, json.dumps({"key": key, "file": stored.name, "sha256": digest, "sdist": item["sdist"]}, indent=2) + "\n")
+    return stored, digest
+
+
+def _check_wheel(wheel: Path, item: dict, target) -> None:
+    name, version, _, tags = parse_wheel_filename(wheel.name)
+    if canonicalize_name(name) != canonicalize_name(item["name"]) or version != Version(item["version"]):
+        raise BuildError(
+            f"building {item['sdist']} gave {wheel.name}, not a wheel of {item['name']}=={item['version']}.",
+            hint="The source archive builds another package or version than the lock names; pin another release.",
+            value=wheel.name,
+        )
+    if not tags & target_tags(target):
+        raise BuildError(
+            f"the wheel built from {item['sdist']} ({wheel.name}) does not fit CPython {target.python} on {target.platform}.",
+            hint="The base image's Python differs from the Target's: check [target] python and base_image in bundle.toml.",
+            value=wheel.name,
+        )
+
+
+def _sdist(item: dict, lock: Lock) -> Path:
+    """The source archive from the cache, else from the lock's indexes, checked against the lock's hash."""
+    pin = Pin(item["name"], item["version"], (item["sdist_sha256"],), "")
+    found = find_cached(pin)
+    if found is not None and sha256_file(found.path) == item["sdist_sha256"]:
+        return found.path
+    indexes = [PYPI_SIMPLE] + [url for url in lock.indexes if url.rstrip("/") != PYPI_SIMPLE]
+    for index in indexes:
+        try:
+            files = index_files(index, item["name"])
+        except (ExternalError, OSError, ValueError):
+            continue
+        match = next((f for f in files if f.sha256 == item["sdist_sha256"] or f.filename == item["sdist"]), None)
+        if match is None:
+            continue
+        with tempfile.TemporaryDirectory(prefix="bundler-sdist-") as work:
+            try:
+                path = _download(match.url, Path(work) / item["sdist"])
+            except (OSError, ValueError) as error:
+                raise ExternalError(
+                    f"the source archive {item['sdist']} could not be downloaded from {match.url}: {error}.",
+                    hint="Check the network and the proxy; the archive must match the lock's sha256.",
+                    value=item["sdist"],
+                ) from None
+            if sha256_file(path) != item["sdist_sha256"]:
+                raise BuildError(
+                    f"{match.url} does not match the lock's sha256 {item['sdist_sha256']} for {item['sdist']}.",
+                    hint="The index serves another file than the one locked; run `bundler lock --upgrade`.",
+                    value=item["sdist"],
+                )
+            return store(path, item["sdist_sha256"])
+    raise ExternalError(
+        f"the source archive {item['sdist']} ({item['name']}=={item['version']}) was found on none of the lock's indexes "
+        f"({', '.join(indexes)}).",
+        hint="Check the network, the proxy and BUNDLER_INDEX_MAP, then build again.",
+        value=item["sdist"],
+    )
+
+
+def _download(url: str, dest: Path) -> Path:
+    if url.startswith("file://"):
+        from urllib.parse import unquote, urlsplit
+
+        shutil.copyfile(unquote(urlsplit(url).path), dest)
+        return dest
+    with open_url(url, host_pip_settings(), timeout=120) as response, open(dest, "wb") as out:
+        shutil.copyfileobj(response, out, 1 << 20)
+    return dest
+
+
+def with_wheel_hashes(lock: Lock, replacements: dict[str, tuple[str, str]]) -> Lock:
+    """``lock`` with each replaced pin allowing exactly its built wheel's sha256."""
+    lines = []
+    for text in logical_lines(lock.install_body):
+        pins = parse_pins(text)
+        name = pins[0].name if pins else ""
+        if name in replacements:
+            version, digest = replacements[name]
+            marker = text.split(";", 1)[1].split(" --hash")[0].strip() if ";" in text else ""
+            text = f"{name}=={version}" + (f" ; {marker}" if marker else "") + f" --hash=sha256:{digest}"
+        lines.append(text)
+    index_lines = [line for line in lock.body.splitlines() if line.startswith(("--index-url", "--extra-index-url"))]
+    body = "\n".join(index_lines) + "\n\n" + "\n".join(lines) + "\n"
+    return replace(lock, body=body, pins=tuple(parse_pins(body)))

@@ -1,0 +1,156 @@
+"""Which locked pins have no wheel for the Target, so the build must make one from the
+source archive — decided at lock time, with the reason.
+
+A lock line allows the hashes of every file of that release (all platforms). Each hash
+is matched to its file name on the lock's indexes (PyPI first), and the wheels among
+them are checked against the Target's tags (CPython X.Y, Linux, its architecture,
+manylinux up to glibc 2.35). A pin with no compatible wheel but a source archive is a
+``SourceBuild``. File names are cached by hash (a hash names one file forever), so a
+re-lock asks the indexes only about new pins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from bundler.errors import ExternalError
+from bundler.fsutil import sha256_file
+from bundler.lock.hashes import IndexFile, project_files
+from bundler.pipsettings import cache_dir, host_pip_settings, index_map, reachable_url
+from bundler.target.versions import MANYLINUX_GLIBC
+
+PYPI_SIMPLE = "https://pypi.org/simple"
+SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
+
+
+@dataclass(frozen=True)
+class SourceBuild:
+    name: str
+    version: str
+    sdist: str  # file name of the source archive
+    sdist_sha256: str
+    why: str
+
+    @property
+    def pin(self) -> str:
+        return f"{self.name}=={self.version}"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def target_platforms(platform: str) -> list[str]:
+    arch = platform.split("_", 1)[1]
+    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(MANYLINUX_GLIBC, 16, -1)] + [f"manylinux2014_{arch}"]
+    if arch == "x86_64":
+        tags += [f"manylinux2010_{arch}", f"manylinux1_{arch}"]
+    return tags + [platform]
+
+
+def target_tags(target) -> set[Tag]:
+    version = tuple(int(part) for part in target.python.split(".")[:2])
+    platforms = target_platforms(target.platform)
+    interpreter = f"cp{version[0]}{version[1]}"
+    return set(cpython_tags(version, platforms=platforms)) | set(compatible_tags(version, interpreter, platforms))
+
+
+def wheel_fits(filename: str, tags: set[Tag]) -> bool:
+    try:
+        return bool(parse_wheel_filename(filename)[3] & tags)
+    except InvalidWheelFilename:
+        return False
+
+
+def is_sdist(filename: str) -> bool:
+    return filename.endswith(SDIST_SUFFIXES)
+
+
+def source_builds(pins, indexes: list[str], target, skip: set[str], notes: list[str]) -> list[SourceBuild]:
+    """The pins (``Pin``s with hashes) that the build must make wheels for, with the reason."""
+    names = _known_filenames()
+    wanted = [pin for pin in pins if pin.name not in skip and pin.hashes]
+    unknown = [pin for pin in wanted if not all(digest in names for digest in pin.hashes)]
+    order = [PYPI_SIMPLE] + [url for url in indexes if url.rstrip("/") != PYPI_SIMPLE]
+    for index in order:
+        if not unknown:
+            break
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            pages = list(pool.map(lambda pin, index=index: _files_or_none(index, pin.name), unknown))
+        for pin, files in zip(unknown, pages, strict=True):
+            for item in files or ():
+                if item.sha256 in pin.hashes:
+                    names[item.sha256] = item.filename
+        unknown = [pin for pin in unknown if not all(digest in names for digest in pin.hashes)]
+    _remember(names)
+    tags = target_tags(target)
+    found = []
+    for pin in wanted:
+        files = {digest: names[digest] for digest in pin.hashes if digest in names}
+        wheels = [name for name in files.values() if name.endswith(".whl")]
+        if any(wheel_fits(name, tags) for name in wheels):
+            continue
+        sdists = [(digest, name) for digest, name in files.items() if is_sdist(name)]
+        if len(files) < len(pin.hashes) or not sdists:
+            notes.append(f"could not tell whether {pin.name}=={pin.version} has a wheel for the Target (its files are not all listed).")
+            continue
+        digest, sdist = sdists[0]
+        found.append(SourceBuild(pin.name, pin.version, sdist, digest, _why(sdist, wheels, target)))
+    return found
+
+
+def _why(sdist: str, wheels: list[str], target) -> str:
+    if not wheels:
+        return f"only a source archive is published ({sdist})"
+    shown = ", ".join(sorted(wheels)[:2]) + (" …" if len(wheels) > 2 else "")
+    return f"none of its {len(wheels)} wheels fits CPython {target.python} on {target.platform} ({shown})"
+
+
+def index_files(index: str, project: str) -> list[IndexFile]:
+    """The files the lock's index ``index`` (a public URL) lists for ``project``, each with its sha256
+    where the page gives it or the file is on this host (a local index rarely carries hashes)."""
+    settings = host_pip_settings()
+    files = project_files(reachable_url(index, index_map(), settings), project, settings)
+    return [IndexFile(f.filename, f.url, f.sha256 or _local_hash(f.url)) for f in files]
+
+
+def _local_hash(url: str) -> str:
+    from urllib.parse import unquote, urlsplit
+
+    path = Path(unquote(urlsplit(url).path)) if url.startswith("file://") else None
+    return sha256_file(path) if path is not None and path.is_file() else ""
+
+
+def _files_or_none(index: str, project: str) -> list[IndexFile] | None:
+    try:
+        return index_files(index, project)
+    except (ExternalError, OSError, ValueError):
+        return None
+
+
+def _names_file() -> Path:
+    return cache_dir() / "index-files.json"
+
+
+def _known_filenames() -> dict[str, str]:
+    try:
+        data = json.loads(_names_file().read_text(encoding="utf-8"))
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember(names: dict[str, str]) -> None:
+    path = _names_file()
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(json.dumps(names, sort_keys=True), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)

@@ -1,0 +1,179 @@
+"""Where a found path sits, and what that makes it.
+
+The shapes (machinepaths.py) say what looks like a machine-specific path; this module
+says what a hit is in its file: documentation (docstrings, notebook markdown, example
+files), a command run on another machine (``user@host:path``, ``ssh host "…"``), a
+portable per-user tool folder (``~/.cache``, ``Path.home() / ".ssh"``), a temporary
+folder nothing is written to, or text that goes on past a space (``'/Users/u/Week 10/x'``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from bisect import bisect_right
+
+from bundler.machinepaths import inside_url
+
+# --- documentation ------------------------------------------------------------------------
+
+
+def python_docstring_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of bare string statements: docstrings and string comments.
+
+    Tokens, not the AST, so that Python 2 files and files with a syntax error are read too.
+    """
+    offsets = [0]
+    for line in text.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+    spans, previous, pending = [], tokenize.NEWLINE, None
+    insignificant = (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in insignificant:
+                continue
+            if pending is not None:
+                if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                    spans.append(pending)
+                pending = None
+            if token.type == tokenize.STRING and previous in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                pending = (offsets[token.start[0] - 1] + token.start[1], offsets[token.end[0] - 1] + token.end[1])
+            previous = token.type
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    return spans
+
+
+class Spans:
+    """Sorted, non-overlapping spans; ``holds(offset)`` in O(log n)."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.spans = sorted(spans)
+        self.starts = [s for s, _ in self.spans]
+
+    def holds(self, offset: int) -> bool:
+        index = bisect_right(self.starts, offset) - 1
+        return index >= 0 and offset < self.spans[index][1]
+
+
+EXAMPLE_FILE = re.compile(r"(?i)\.(?:example|sample|template|tmpl|dist)$")
+
+# --- remote commands ----------------------------------------------------------------------
+
+_REMOTE_PREFIX = re.compile(rb"(?:[\w.-]+@)?[\w.-]*[A-Za-z][\w.-]*:$")
+_TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone|ssh)\b")
+_SSH_COMMAND = re.compile(rb"(?:^|[;&|(`{]|\$\(|\bexec\s|\bsudo\s|[\"'])\s*ssh\s+(?!-keygen)", re.M)
+_SSH_HEREDOC = re.compile(rb"\bssh\b[^\n]*<<-?\s*[\"']?(\w+)")
+
+
+def remote_lines(data: bytes) -> Spans:
+    """Byte spans of heredoc bodies fed to ``ssh`` (run on the other machine)."""
+    spans = []
+    for match in _SSH_HEREDOC.finditer(data):
+        if not _SSH_COMMAND.search(data, data.rfind(b"\n", 0, match.start()) + 1, match.end()):
+            continue
+        body = data.find(b"\n", match.end()) + 1
+        end = re.compile(rb"^\s*" + re.escape(match.group(1)) + rb"\s*$", re.M).search(data, body)
+        if body:
+            spans.append((body, end.start() if end else len(data)))
+    return Spans(spans)
+
+
+def is_remote(data: bytes, line_start: int, start: int) -> bool:
+    """``user@host:path``, or a path in a command that ``ssh`` runs on another machine."""
+    word = start
+    while word > line_start and data[word - 1] not in b" \t\"'`=(,[":
+        word -= 1
+    if word < start and _REMOTE_PREFIX.match(data, word, start) and (b"@" in data[word:start] or _TRANSFER.search(data, line_start, start)):
+        return True
+    return _SSH_COMMAND.search(data, line_start, start) is not None
+
+
+# --- web paths ---------------------------------------------------------------------------------
+
+_WEB_ATTRIBUTE = re.compile(rb"(?i)(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+
+
+def is_web_path(data: bytes, line_start: int, start: int) -> bool:
+    """A path that is an HTML attribute's value (``href="/users/x"``) is a web address, not a folder."""
+    return _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None
+
+
+# --- portable per-user tool folders ---------------------------------------------------------
+
+PORTABLE_FOLDERS = frozenset({"AppData", "Library"})
+_LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[\"'])?[/\\]*(?P<first>[^\"'/\\,)\s}]+)")
+
+
+def portable_component(first: str | None) -> bool:
+    """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData``."""
+    return bool(first) and (first.startswith(".") and first not in (".", "..") or first in PORTABLE_FOLDERS)
+
+
+def component_after_lookup(text: str, end: int) -> str | None:
+    """The folder a home lookup is joined with on its line: ``Path.home() / ".ssh"`` gives ``.ssh``."""
+    match = _LOOKUP_NEXT.match(text, end)
+    return match.group("first") if match else None
+
+
+# --- temporary folders: only where something is written to ---------------------------------
+
+_OUTPUT_WORDS = re.compile(
+    rb"(?i)(?<![a-z])(?:(?:out(?:put)?s?(?:_?(?:dir|path|root|folder|file))?|save_?(?:dir|path|root|folder|to)|savefig|write"
+    rb"|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?)(?![a-z])|save\(|to_csv)"
+)
+
+
+def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
+    """A temporary folder counts where results are kept there: a named folder, an output word before it on its line.
+
+    A cache, a scratch file or a lock in /tmp is fine on any machine; results written there vanish with it.
+    """
+    parts = [p for p in text.split("/") if p]
+    roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
+    named = not any(tuple(parts) == root for root in roots)
+    return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
+
+
+# --- text that goes on past a space ----------------------------------------------------------
+
+_QUOTES = b"\"'"
+
+
+def extend_past_spaces(data: bytes, line_start: int, line_end: int, start: int, end: int, yaml: bool) -> int:
+    """Where a path that a space cut short really ends.
+
+    A quoted path ends at its closing quote (``'/Users/u/Week 10/data.csv'``) when what
+    follows the space reads as more of the path (no flag, no second path); a shell path
+    goes on past escaped spaces (``/Users/u/My\\ Data``); a YAML plain value runs to the end
+    of its line or its comment.
+    """
+    if end < line_end and data[end] == 0x5C and data[end + 1 : end + 2] == b" ":
+        while end < line_end and data[end] == 0x5C and data[end + 1 : end + 2] == b" ":
+            end += 2
+            while end < line_end and data[end] not in b" \t\"'`;|&<>()\\":
+                end += 1
+        return end
+    if end >= line_end or data[end] != 0x20:
+        return end
+    before = data[start - 1] if start > line_start else None
+    if before is not None and before in _QUOTES:
+        close = data.find(bytes([before]), end, line_end)
+        if close != -1 and _continues_path(data[end:close]):
+            return close
+        return end
+    if yaml and re.match(rb"\s*(?:-\s+)?[\w.-]+:\s+$", data[line_start:start]):
+        stop = data.find(b" #", end, line_end)
+        stop = line_end if stop == -1 else stop
+        rest = data[end:stop].rstrip()
+        if _continues_path(rest) and b": " not in rest:
+            return end + len(rest)
+    return end
+
+
+def _continues_path(rest: bytes) -> bool:
+    """Does the text after a space read as more of a path (not flags, not a sentence of words)?"""
+    if not rest.strip() or b" -" in rest or b" /" in rest or b"\t" in rest:
+        return False
+    return b"/" in rest or b"\\" in rest or re.search(rb"\.\w{1,5}$", rest) is not None or len(rest.split()) <= 2

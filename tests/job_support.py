@@ -1,0 +1,57 @@
+"""Shared helpers of the job tests: projects locked (once per session) for each backend, with
+the order in plan.toml set per test, and the real `bundler job` command."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, scaffold_project
+
+ACCELERATORS = {"cuda": "12.8", "rocm": "6.4", "cpu": ""}
+DIGEST = "sha256:" + "5" * 64
+_LOCKED: dict[str, Path] = {}
+
+
+def locked_project(tmp_path_factory, fake_index, backend: str) -> Path:
+    """A scaffolded project of ``backend`` with a real lock resolved against the fake index (made once)."""
+    if backend not in _LOCKED:
+        from bundler.lock.run import run_lock
+        from bundler.target.bundle import load_bundle
+
+        root = tmp_path_factory.mktemp(f"job-{backend}")
+        project = scaffold_project(
+            root / "example", backend=backend, accelerator=ACCELERATORS[backend], torch_version="2.9.1", python_version="3.11"
+        )
+        patch = pytest.MonkeyPatch()
+        patch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
+        patch.setenv("BUNDLER_PIP_RETRIES", "0")
+        try:
+            run_lock(load_bundle(project))
+        finally:
+            patch.undo()
+        _LOCKED[backend] = project
+    return _LOCKED[backend]
+
+
+def copy_project(master: Path, dest: Path, *, card: str | None = None, lots: int | None = None) -> Path:
+    project = Path(shutil.copytree(master, dest))
+    plan = project / "plan.toml"
+    text = plan.read_text()
+    if card is not None:
+        text = re.sub(r'(?m)^card = "[^"]*"', f"card = {json.dumps(card)}", text)
+    if lots is not None:
+        text = re.sub(r"(?m)^lots = \d+", f"lots = {lots}", text)
+    plan.write_text(text)
+    return project
+
+
+def job(project: Path, engine: str, *args: str):
+    """`bundler job ENGINE PROJECT ARGS --json`: (completed process, its JSON document)."""
+    completed = run_cli("job", engine, str(project), *args, "--json")
+    document = json.loads(completed.stdout) if completed.stdout.strip() else None
+    return completed, document

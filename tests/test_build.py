@@ -76,7 +76,7 @@ def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(
         assert json.loads(image.labels["io.bundler.target.json"])["backend"] == backend
         assert image.attrs["Config"]["User"] == "10001:10001"
         verdict = json.loads(image.labels["io.bundler.deps.verdict"])
-        assert verdict["ok"] and [check["name"] for check in verdict["checks"]] == ["torch build", "shared libraries"]
+        assert verdict["ok"] and [check["name"] for check in verdict["checks"]] == ["torch build", "shared libraries", "imports"]
         # layers: base, user, environment, then bundler's files, code, config; no wheel in any of bundler's
         names = layer_names(docker_client, tag)
         assert len(names) == 6, list(names)

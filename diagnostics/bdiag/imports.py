@@ -123,15 +123,17 @@ def plan(names: list) -> tuple[list, list]:
     return found, missing
 
 
+# the diagnostics folder this file is in, which the children must not see ("" when run with ``python -c``)
+DIAGNOSTICS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) if "__file__" in globals() else ""
+
+
 def run_imports(python: str, modules: list, budget_s: float = DEFAULT_BUDGET_S, per_module_s: float = PER_MODULE_S) -> dict:
     """module -> {"status": ok|error|timeout|crash|unchecked, "error", "seconds"}; children restart after a crash or hang."""
     results: dict = {}
     pending = list(modules)
     deadline = time.monotonic() + budget_s
     env = dict(os.environ)
-    from bdiag import FOLDER
-
-    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and os.path.abspath(path) != FOLDER]
+    paths = [path for path in env.get("PYTHONPATH", "").split(os.pathsep) if path and os.path.abspath(path) != DIAGNOSTICS]
     env["PYTHONPATH"] = os.pathsep.join(paths)  # the children see the environment, not the diagnostics
     with tempfile.TemporaryDirectory(prefix="bdiag-imports-") as work:
         while pending:

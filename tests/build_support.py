@@ -7,6 +7,7 @@ import tarfile
 from pathlib import Path
 
 from tests.conftest import run_cli, scaffold_project
+from tests.lock_support import lock_on_fake_index
 
 OCI = (
     "org.opencontainers.image.revision",
@@ -87,20 +88,8 @@ def secrets_in_saved_image(archive: Path) -> tuple[int, list[str]]:
 
 def locked_fake_projects(root: Path, fake_index) -> dict[str, Path]:
     """A CUDA and a ROCm project locked once against the fake index (tiny wheels with PyTorch's names)."""
-    import pytest
-
-    from bundler.lock.run import run_lock
-    from bundler.target.bundle import load_bundle
-
     projects = {}
     for backend, accelerator in FAKE_TARGETS.items():
         project = scaffold_project(root / backend, backend=backend, accelerator=accelerator, torch_version="2.9.1", python_version="3.11")
-        patch = pytest.MonkeyPatch()
-        patch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
-        patch.setenv("BUNDLER_PIP_RETRIES", "0")
-        try:
-            run_lock(load_bundle(project))
-        finally:
-            patch.undo()
-        projects[backend] = project
+        projects[backend] = lock_on_fake_index(project, fake_index)
     return projects

@@ -8,9 +8,8 @@ import re
 import shutil
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import run_cli, scaffold_project
+from tests.lock_support import lock_on_fake_index
 
 ACCELERATORS = {"cuda": "12.8", "rocm": "6.4", "cpu": ""}
 DIGEST = "sha256:" + "5" * 64
@@ -20,21 +19,11 @@ _LOCKED: dict[str, Path] = {}
 def locked_project(tmp_path_factory, fake_index, backend: str) -> Path:
     """A scaffolded project of ``backend`` with a real lock resolved against the fake index (made once)."""
     if backend not in _LOCKED:
-        from bundler.lock.run import run_lock
-        from bundler.target.bundle import load_bundle
-
         root = tmp_path_factory.mktemp(f"job-{backend}")
         project = scaffold_project(
             root / "example", backend=backend, accelerator=ACCELERATORS[backend], torch_version="2.9.1", python_version="3.11"
         )
-        patch = pytest.MonkeyPatch()
-        patch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
-        patch.setenv("BUNDLER_PIP_RETRIES", "0")
-        try:
-            run_lock(load_bundle(project))
-        finally:
-            patch.undo()
-        _LOCKED[backend] = project
+        _LOCKED[backend] = lock_on_fake_index(project, fake_index)
     return _LOCKED[backend]
 
 

@@ -36,3 +36,20 @@ def make_project(
     (root / "bundle.toml").write_text(BUNDLE.format(backend=backend, accelerator=accelerator, python=python, base_image=image))
     (root / "requirements.in").write_text(requirements)
     return root
+
+
+def lock_on_fake_index(project: Path, fake_index) -> Path:
+    """``bundler lock`` of ``project`` (its bundle.toml's Target) against the fake index, without retries."""
+    import pytest
+
+    from bundler.lock.run import run_lock
+    from bundler.target.bundle import load_bundle
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("BUNDLER_INDEX_MAP", fake_index.index_map())
+    patch.setenv("BUNDLER_PIP_RETRIES", "0")
+    try:
+        run_lock(load_bundle(project))
+    finally:
+        patch.undo()
+    return project

@@ -118,7 +118,6 @@ def one(name: str, work: Path, env: dict, base: str) -> dict:
     row.update(
         image_mb=data["size"]["total_mb"],
         modules=f"{imports['imported']}/{imports['modules']}",
-        import_s=imports["seconds"],
         stage_images_removed=len(data["context"]["stage_images_removed"]),
         diagnose_command=data["commands"]["diagnose"],
     )

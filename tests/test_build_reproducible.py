@@ -82,7 +82,8 @@ def test_a_difference_is_named_the_first_build_kept_and_the_second_removed(fake_
         error = caught.value
         assert error.exit_code == 1
         assert "layer 4 of 6" in error.message and "/opt: mtime 946684800 vs 946771200" in error.message, error.message
-        assert error.result["reproducible"]["same_labels"] and not error.result["reproducible"]["same_layers"]
+        reproducible = error.result["reproducible"]
+        assert reproducible["same_labels"] and not reproducible["same_layers"], reproducible["labels_differing"]
         assert any("second build: the build could not reach 127.0.0.1" in note for note in error.result["notes"])
         assert docker_client.images.get(tag).id == error.result["image_id"]  # the first build stays, tagged
         assert leftovers(docker_client) == []

@@ -35,7 +35,7 @@ class ExportResult:
 
     @property
     def load_command(self) -> str:
-        return f"sha256sum -c {shlex.quote(self.sha256_path.name)} && docker load -i {shlex.quote(self.path.name)}"
+        return f"sha256sum -c {_argument(self.sha256_path.name)} && docker load -i {_argument(self.path.name)}"
 
     def as_dict(self) -> dict:
         return {
@@ -175,3 +175,8 @@ def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=l
     pushed = [layer for layer, status in layers.items() if status == "Pushed"]
     present = [layer for layer, status in layers.items() if status.startswith(("Layer already exists", "Mounted from"))]
     return PushResult(full, digest, len(pushed), len(present), sum(sent.get(layer, 0) for layer in pushed))
+
+
+def _argument(name: str) -> str:
+    """``name`` quoted for a shell, and never read as an option (``-x.tar`` becomes ``./-x.tar``)."""
+    return shlex.quote(f"./{name}" if name.startswith("-") else name)

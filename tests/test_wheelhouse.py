@@ -11,10 +11,11 @@ import pytest
 
 from bundler.errors import BuildError
 from bundler.image.serve import WheelhouseServer
-from bundler.image.wheelhouse import cache_root, gather, platform_tags
+from bundler.image.wheelhouse import cache_root, gather
 from bundler.lock.lockfile import fresh_lock
 from bundler.lock.run import run_lock
 from bundler.target.bundle import load_bundle
+from bundler.target.versions import platform_tags
 from tests.lock_support import make_project
 
 

@@ -28,9 +28,7 @@ from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import sha256_file
 from bundler.lock.lockfile import Lock, Pin
 from bundler.pipsettings import cache_dir, host_pip_settings, index_map, pip_environment, resolution_url
-
-# Newest manylinux offered: the oldest glibc among the supported bases (Ubuntu 22.04 has 2.35).
-MANYLINUX_MAX = 35
+from bundler.target.versions import platform_tags
 
 
 @dataclass(frozen=True)
@@ -50,15 +48,6 @@ class Wheel:
 
 def cache_root() -> Path:
     return cache_dir() / "wheels" / "sha256"
-
-
-def platform_tags(platform: str) -> list[str]:
-    arch = platform.split("_", 1)[1]  # linux_x86_64 -> x86_64
-    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(MANYLINUX_MAX, 16, -1)]
-    tags += [f"manylinux2014_{arch}"]
-    if arch == "x86_64":
-        tags += [f"manylinux2010_{arch}", f"manylinux1_{arch}"]
-    return tags + [platform]
 
 
 def locked_pins(lock: Lock) -> list[Pin]:

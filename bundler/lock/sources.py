@@ -24,7 +24,7 @@ from bundler.errors import ExternalError
 from bundler.fsutil import sha256_file
 from bundler.lock.hashes import IndexFile, project_files
 from bundler.pipsettings import cache_dir, host_pip_settings, index_map, reachable_url
-from bundler.target.versions import MANYLINUX_GLIBC
+from bundler.target.versions import platform_tags
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tgz")
@@ -46,17 +46,9 @@ class SourceBuild:
         return asdict(self)
 
 
-def target_platforms(platform: str) -> list[str]:
-    arch = platform.split("_", 1)[1]
-    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(MANYLINUX_GLIBC, 16, -1)] + [f"manylinux2014_{arch}"]
-    if arch == "x86_64":
-        tags += [f"manylinux2010_{arch}", f"manylinux1_{arch}"]
-    return tags + [platform]
-
-
 def target_tags(target) -> set[Tag]:
     version = tuple(int(part) for part in target.python.split(".")[:2])
-    platforms = target_platforms(target.platform)
+    platforms = platform_tags(target.platform)
     interpreter = f"cp{version[0]}{version[1]}"
     return set(cpython_tags(version, platforms=platforms)) | set(compatible_tags(version, interpreter, platforms))
 

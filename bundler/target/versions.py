@@ -37,3 +37,12 @@ def build_name(backend: str, accelerator: str) -> str:
 # bundler builds on (Ubuntu 22.04's 2.35). Resolving for another platform uses it.
 MANYLINUX_GLIBC = 35
 DOCKER_ARCH = {"linux_x86_64": "amd64", "linux_aarch64": "arm64"}  # a Target platform as an image's Architecture
+
+
+def platform_tags(platform: str) -> list[str]:
+    """The wheel platform tags a Target's platform accepts, newest manylinux first (linux_x86_64 -> manylinux_2_35_x86_64 …)."""
+    arch = platform.split("_", 1)[1]
+    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(MANYLINUX_GLIBC, 16, -1)] + [f"manylinux2014_{arch}"]
+    if arch == "x86_64":
+        tags += [f"manylinux2010_{arch}", f"manylinux1_{arch}"]
+    return tags + [platform]

@@ -1,5 +1,5 @@
 """Where things are inside an image made by `bundler build`: one definition for the
-Dockerfile templates (substituted in), the smoke test and `bundler diagnose --image`.
+Dockerfile templates (substituted in), the build's checks and `bundler diagnose --image`.
 
 The entry point (images/entrypoint.sh) reads the same places from the ENV the final
 Dockerfile sets, so a rebuilt image and an old one answer alike.

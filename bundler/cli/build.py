@@ -14,7 +14,7 @@ from bundler.cli.output import Output
 def register(app: typer.Typer) -> None:
     @app.command(
         "build",
-        help="Build the bundle's image (locked wheels offline, secrets left out), smoke-test it, tag it; optionally export or push it.",
+        help="Build the bundle's image (locked wheels offline, secrets left out), check it, tag it; optionally export or push it.",
     )
     @handles_errors
     def build_command(
@@ -63,9 +63,12 @@ def register(app: typer.Typer) -> None:
             out.say(f"note: {note}")
         torch = result.smoke.get("torch", {})
         checked = "checked when that image was made" if result.built.deps.reused else "checked now"
+        imports = result.smoke.get("imports") or {}
+        imported = f", {imports['imported']} modules of the direct dependencies imported" if imports.get("modules") else ""
         out.say(
-            f"Checks passed: torch {torch.get('version')} (cuda {torch.get('cuda')}, hip {torch.get('hip')}) in the dependency image "
-            f"({checked}); entry point, diagnostics and {len(result.smoke['project']['config_files'])} config files in the project layers."
+            f"Checks passed: torch {torch.get('version')} (cuda {torch.get('cuda')}, hip {torch.get('hip')}){imported} "
+            f"in the dependency image ({checked}); entry point, diagnostics and {len(result.smoke['project']['config_files'])} "
+            "config files in the project layers."
         )
         if result.reproducible:
             out.say(f"Reproducible: a second cold build gave the same {len(result.reproducible['layers'])} layer diff IDs and labels.")

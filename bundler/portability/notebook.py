@@ -22,10 +22,6 @@ def cell_types(data: bytes) -> list[str] | None:
     return [str(cell.get("cell_type", "")) if isinstance(cell, dict) else "" for cell in document["cells"]]
 
 
-def is_notebook(data: bytes) -> bool:
-    return cell_types(data) is not None
-
-
 class NotebookLocator:
     """Maps byte offsets of a notebook's JSON text to the part of the notebook they sit in."""
 

@@ -14,7 +14,8 @@ import json
 import os
 import socket
 import sys
-import time
+
+from collective_worker import all_reduce, write_answer  # run as a script: its folder comes first on sys.path
 
 
 def main(backend: str, device: str, timeout: str, out: str) -> int:
@@ -28,10 +29,7 @@ def main(backend: str, device: str, timeout: str, out: str) -> int:
     except Exception as error:
         text = str(error).strip()
         answer["error"] = f"{type(error).__name__}: {text.splitlines()[0][:400] if text else 'no message'}"
-    tmp = out + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(answer, handle)
-    os.replace(tmp, out)
+    write_answer(answer, out)
     return 0
 
 
@@ -63,23 +61,16 @@ def _take_part(backend: str, device: str, limit: datetime.timedelta, me: dict) -
     peers = [json.loads(store.get(key)) for key in keys]
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=limit)
     try:
-        small = torch.full((1024,), float(rank + 1), device=target)
-        dist.all_reduce(small)
-        expected = world * (world + 1) / 2
-        correct = bool(torch.all(small == expected))
-        numel = (64 << 20) // 4 if device == "cuda" else (4 << 20) // 4
-        big = torch.ones(numel, device=target)
-        dist.all_reduce(big)  # warm-up
-        _sync(torch, device)
-        start, iterations = time.perf_counter(), 5
-        for _ in range(iterations):
-            dist.all_reduce(big)
-        _sync(torch, device)
-        seconds = (time.perf_counter() - start) / iterations
+        figures = all_reduce(torch, dist, device, target, rank, world)
     finally:
         dist.destroy_process_group()
-    bus = numel * 4 * 2 * (world - 1) / world / seconds / 1e9
-    return {"ok": correct, "value": float(small[0]), "expected": expected, "bus_bandwidth_gb_s": round(bus, 3), "peers": peers}
+    return {
+        "ok": figures["ok"],
+        "value": figures["value"],
+        "expected": figures["expected"],
+        "bus_bandwidth_gb_s": round(figures["bus_gb_s"], 3),
+        "peers": peers,
+    }
 
 
 def _store(dist, env, rank: int, limit: datetime.timedelta):
@@ -88,11 +79,6 @@ def _store(dist, env, rank: int, limit: datetime.timedelta):
     if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
         return dist.TCPStore(host, port, is_master=False, timeout=limit)
     return dist.TCPStore(host, port, is_master=rank == 0, timeout=limit, wait_for_workers=False)
-
-
-def _sync(torch, device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 if __name__ == "__main__":

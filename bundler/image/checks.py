@@ -20,7 +20,8 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from bundler.errors import BuildError
 from bundler.image import importcheck, layout
@@ -52,6 +53,9 @@ CLOCK_KEYS = ("seconds", "slowest")  # timings in a finding, left out of the rec
 class Check:
     name: str
     argv: tuple[str, ...]  # run in the image; the last stdout line starting with "{" is the finding
+    # the check's own error for a finding that failed (None: the generic one), and its notes for the user
+    failure: Callable[[dict], BuildError | None] | None = field(default=None, compare=False)
+    notes: Callable[[dict], list[str]] | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
         return {"name": self.name, "argv": list(self.argv)}
@@ -104,7 +108,9 @@ def dependency_checks(bundle) -> list[Check]:
         Check("shared libraries", (python, "-c", libraries_check(target.backend))),
     ]
     imports = importcheck.import_argv(bundle, python)
-    return checks + ([Check(importcheck.NAME, imports)] if imports else [])
+    if imports:
+        checks.append(Check(importcheck.NAME, imports, failure=importcheck.failure, notes=importcheck.notes))
+    return checks
 
 
 RUNNER = (  # the checks run side by side (a CUDA image's ldd pass and torch's import each take seconds)
@@ -155,9 +161,9 @@ def run_dependency_checks(engine, image_id: str, checks: list[Check], python: st
     failed = [result for result in results if not result["ok"]]
     if code != 0 or not results or failed:
         first = failed[0] if failed else {"name": "the checks' runner", "output": output.strip()[-1500:]}
-        if first["name"] == importcheck.NAME and importcheck.failure(first.get("finding") or {}):
-            raise importcheck.failure(first["finding"])
-        raise BuildError(
+        own = next((check.failure for check in checks if check.name == first["name"] and check.failure), None)
+        error = own(first.get("finding") or {}) if own else None
+        raise error or BuildError(
             f"the dependency image failed its check {first['name']!r}: "
             + json.dumps(first.get("finding") or {}, sort_keys=True)[:600]
             + ("\nOutput:\n  " + "\n  ".join(str(first.get("output", "")).splitlines()[-12:]) if first.get("output") else ""),
@@ -168,6 +174,12 @@ def run_dependency_checks(engine, image_id: str, checks: list[Check], python: st
     for result in results:  # the verdict becomes a label: the same image must give the same one
         result["finding"] = {key: value for key, value in result["finding"].items() if key not in CLOCK_KEYS}
     return results
+
+
+def check_notes(checks: list[Check], results: list[dict]) -> list[str]:
+    """What the checks that passed have to tell the user (an import that needs the rented GPU …)."""
+    notes = {check.name: check.notes for check in checks if check.notes}
+    return [note for result in results if result["name"] in notes for note in notes[result["name"]](result["finding"])]
 
 
 # ----- project checks: no container is started ---------------------------------------------

@@ -31,8 +31,8 @@ from pathlib import Path
 from bundler import __version__
 from bundler.engine import loopback_blocker
 from bundler.errors import BuildError, UsageError
-from bundler.image import cleanup, importcheck, wheelhouse
-from bundler.image.checks import Check, dependency_checks, run_dependency_checks
+from bundler.image import cleanup, wheelhouse
+from bundler.image.checks import Check, check_notes, dependency_checks, run_dependency_checks
 from bundler.image.context import write_deps_context, write_dockerfile_context
 from bundler.image.dockerfile import ROUTES, Dockerfiles, label_instruction
 from bundler.image.labels import DEPS_LABEL, PINS_LABEL, VERDICT_LABEL
@@ -169,9 +169,8 @@ def _check_and_label(engine, made: DepsImage, lock: Lock, checks: list[Check], w
     """Run the checks in the new image, then record their verdict, the key and the pins as labels (no layer)."""
     say(f"Checking the new dependency image: {', '.join(check.name for check in checks)}…")
     results = run_dependency_checks(engine, made.image_id, checks)
-    for result in results:
-        for item in result["finding"].get("warnings", []) if result["name"] == importcheck.NAME else []:
-            say(f"note: import {importcheck.describe(item)} ({item['hint']})")
+    for note in check_notes(checks, results):
+        say(f"note: {note}")
     made.verdict = {"ok": True, "install": INSTALL_NOTE, "checks": results, "pins_sha256": pins_sha256(lock), "bundler": __version__}
     labels = {DEPS_LABEL: made.key, PINS_LABEL: pins_sha256(lock), VERDICT_LABEL: json.dumps(made.verdict, sort_keys=True)}
     context = write_dockerfile_context(f"FROM {made.image_id}\n{label_instruction(labels)}\n", work / "label.tar")

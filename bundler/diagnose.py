@@ -29,7 +29,7 @@ from bundler.target.bundle import Bundle
 CONTAINER_TIMEOUT_S = 900
 IMAGE_REPORT_HTML = layout.DIAGNOSTICS_REPORT.replace(".json", ".html")  # where run.py writes --report inside the image
 
-Echo = Callable[[str], None]
+Echo = Callable[[str], object]  # e.g. sys.stderr.write, whose count is dropped
 
 
 @dataclass
@@ -105,7 +105,8 @@ def run_local(
             raise ExternalError(
                 f"cannot start {command[0]}: {error.strerror}.", hint="Pass an interpreter that exists.", path=command[0]
             ) from None
-        refused = []  # run.py's "Error: … Hint: …" lines: relayed as bundler's one paragraph on bad usage
+        refused: list[str] = []  # run.py's "Error: … Hint: …" lines: relayed as bundler's one paragraph on bad usage
+        assert process.stdout is not None  # stdout=PIPE
         for line in process.stdout:
             (refused.append if line.startswith("Error: ") else echo)(line)
         code = process.wait()
@@ -167,7 +168,7 @@ def run_image(
         container.remove(force=True)
     result = _keep(bundle, "image", report, code)
     result.notes = notes
-    if page is not None:
+    if page is not None and report_html is not None:
         atomic_write_bytes(report_html, page)
         result.report_html = report_html
     return result

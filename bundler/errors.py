@@ -156,7 +156,7 @@ def from_os_error(error: OSError, doing: str = "") -> FileSystemError:
     what = f"{doing}: " if doing else ""
     return FileSystemError(
         f"{what}cannot use{where}: {reason}.",
-        hint=hints.get(error.errno, "Check that path, then run the command again."),
+        hint=hints.get(error.errno or 0, "Check that path, then run the command again."),
         path=path,
     )
 

@@ -81,7 +81,8 @@ def type_name(value: object) -> str:
         return f"the text {value!r}"
     if isinstance(value, (int, float)) or type(value).__name__ == "Decimal":
         return f"the number {value}"
-    return {dict: "a table", list: "a list"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {dict: "a table", list: "a list"}
+    return names.get(type(value), type(value).__name__)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -171,7 +172,10 @@ def remove_tree(folder: Path) -> None:
             os.chmod(os.path.dirname(path), 0o700)
             function(path)
 
-    shutil.rmtree(folder, **({"onexc": writable_then_retry} if sys.version_info >= (3, 12) else {"onerror": writable_then_retry}))
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(folder, onexc=writable_then_retry)  # novm: only reached on 3.12+
+    else:
+        shutil.rmtree(folder, onerror=writable_then_retry)
 
 
 def _remove_made(folders: list[Path]) -> None:

@@ -17,8 +17,9 @@ from bdiag.checkup import Checkup  # noqa: E402
 from bdiag.order import Order  # noqa: E402
 from bdiag.probe import Probe  # noqa: E402
 from bdiag.result import StageResult  # noqa: E402
-from bdiag.stages import NAMES  # noqa: E402
+from bdiag.stages import ORDER  # noqa: E402
 
+NAMES = tuple(stage.NAME for stage in ORDER)  # stage N is NAMES[N - 1]
 GB = 10**9
 H200 = {
     "index": 0,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from bundler.lock.installcheck import torch_build_check
 
 HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 BUNDLE = """\
@@ -53,3 +58,28 @@ def lock_on_fake_index(project: Path, fake_index) -> Path:
     finally:
         patch.undo()
     return project
+
+
+@dataclass
+class InstallCheck:
+    ok: bool
+    step: str
+    output: str
+    torch: dict = field(default_factory=dict)
+
+
+def run_install_check(
+    lock: Path, target, python: str, pip_args: tuple[str, ...] = (), env: dict | None = None, timeout: int = 1800
+) -> InstallCheck:
+    """The lock where it runs, with ``python`` (a venv's interpreter): hashed install, pip check, torch's build
+    (the program the dependency checks run in an image); stops at the first failure."""
+    install = [python, "-m", "pip", "install", "--require-hashes", "--no-deps", *pip_args, "-r", str(lock)]
+    steps = {"install": install, "pip check": [python, "-m", "pip", "check"], "import torch": [python, "-c", torch_build_check(target)]}
+    output, stdout = "", ""
+    for name, argv in steps.items():
+        completed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        output, stdout = completed.stdout + completed.stderr, completed.stdout
+        if completed.returncode != 0:
+            return InstallCheck(False, name, output.strip()[-4000:])
+    report = next((line for line in reversed(stdout.splitlines()) if line.startswith("{")), "{}")
+    return InstallCheck(True, "done", output.strip(), json.loads(report).get("torch", {}))

@@ -15,6 +15,7 @@ from tests.diagnostics_support import (  # puts diagnostics/ on sys.path
     GB,
     H200,
     MI300X,
+    NAMES,
     ROCM_72,
     FakeProbe,
     gpu_probe,
@@ -29,7 +30,6 @@ from bdiag import cli
 from bdiag.checkup import read_bundle
 from bdiag.probe import Probe
 from bdiag.stages import (
-    NAMES,
     checkpoint,
     collectives,
     compute,

@@ -145,7 +145,8 @@ def test_the_package_stage_knows_where_the_lock_took_torch_from(tmp_path, source
     from bdiag.checkup import Checkup, read_bundle
     from bdiag.probe import Probe
     from bdiag.result import StageResult
-    from bdiag.stages import NAMES, packages
+    from bdiag.stages import packages
+    from tests.diagnostics_support import NAMES
 
     project = make_project(tmp_path / "p")
     index = "https://pypi.org/simple" if source == "pypi" else "https://download.pytorch.org/whl/cu128"

@@ -7,12 +7,11 @@ import venv
 
 import pytest
 
-from bundler.lock.installcheck import run_install_check
 from bundler.lock.lockfile import parse_pins, split_lock
 from bundler.lock.run import run_lock
 from bundler.target.bundle import Target, load_bundle
 from tests.fakeindex import real_torch_index
-from tests.lock_support import HOST_PYTHON, make_project
+from tests.lock_support import HOST_PYTHON, make_project, run_install_check
 
 pytestmark = [pytest.mark.slow]
 

@@ -71,6 +71,8 @@ def test_shipped_folders_exist():
 TOOLS = {  # tools of the test extras, run through this interpreter (a venv's scripts folder may not hold them)
     "ruff": ["-m", "ruff"],
     "vermin": ["-c", "import sys; from vermin.main import main; sys.exit(main())"],
+    "mypy": ["-m", "mypy"],
+    "vulture": ["-m", "vulture"],
 }
 
 
@@ -92,6 +94,19 @@ def test_bundler_and_the_diagnostics_run_on_python_3_10():
     # no 3.10 interpreter here: a static check of the minimum version every construct needs
     completed = run_tool("vermin", "-t=3.10-", "--no-tips", "--violations", "bundler", "diagnostics")
     assert completed.returncode == 0, completed.stdout[-3000:]
+
+
+def test_the_type_checker_is_clean():
+    """mypy on bundler/ and diagnostics/, configured in pyproject.toml (its cache in .mypy_cache keeps a rerun short)."""
+    completed = run_tool("mypy")
+    assert completed.returncode == 0, completed.stdout[-6000:] + completed.stderr[-2000:]
+
+
+def test_no_dead_code():
+    """vulture on bundler/ and diagnostics/ (tests/ not scanned: code only tests call is dead); its allow-list is
+    pyproject.toml's [tool.vulture] ignore_names, each with the reason vulture cannot see the use."""
+    completed = run_tool("vulture")
+    assert completed.returncode == 0, completed.stdout[-6000:] + completed.stderr[-2000:]
 
 
 def module_name(path) -> str:

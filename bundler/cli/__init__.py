@@ -1,9 +1,9 @@
 """The ``bundler`` command line: a thin typer app.
 
-Each command lives in ``bundler/commands/<name>.py`` with a ``register(app)`` function;
+Each command lives in ``bundler/cli/<name>.py`` with a ``register(app)`` function;
 commands import their heavy libraries (docker, cookiecutter, piptools) inside their
 bodies so that ``bundler --help`` stays fast. Expected errors are turned into one
-paragraph and an exit code by ``bundler.clitools.handles_errors``, in one place.
+paragraph and an exit code by ``bundler.cli.options.handles_errors``, in one place.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # rich costs start-up time: imported when first printed to
+    from rich.console import Console
 
 
 def write_document(data: dict) -> None:
@@ -18,7 +21,7 @@ class Output:
 
     def __init__(self, json_mode: bool = False) -> None:
         self.json_mode = json_mode
-        self._console = None
+        self._console: Console | None = None
 
     @property
     def console(self):

@@ -30,7 +30,6 @@ CENT = Decimal("0.01")
 class Card:
     name: str
     cards_per_lot: int
-    memory_gb: int | None
     prices: dict[int, Decimal]
 
 
@@ -130,11 +129,11 @@ def load_catalog(path: Path) -> dict[str, Card]:
         where = f'[cards."{name}"]'
         check_table(path, where, entry, CARD_KEYS)
         per_lot = _whole(entry.get("cards_per_lot", 1), path, f"{where} cards_per_lot", 1, MAX_CARDS_PER_LOT)
-        memory = entry.get("memory_gb")
-        memory = None if memory is None else _whole(memory, path, f"{where} memory_gb", 1, MAX_MEMORY_GB)
+        if entry.get("memory_gb") is not None:  # for the reader of the catalog: checked, not used in the sums
+            _whole(entry["memory_gb"], path, f"{where} memory_gb", 1, MAX_MEMORY_GB)
         price = check_table(path, f"{where} price", entry.get("price", {}), tuple(map(str, DURATIONS)))
         prices = {int(days): _money(amount, path, f"{where} price.{days}") for days, amount in price.items()}
-        catalog[name] = Card(name, per_lot, memory, prices)
+        catalog[name] = Card(name, per_lot, prices)
     return catalog
 
 
@@ -162,7 +161,7 @@ def _array(raw: dict, key: str, path: Path) -> list:
 
 def _step(entry: object, index: int, path: Path, lots: int) -> Step:
     where = f"[[steps]] #{index}"
-    check_table(path, where, entry, STEP_KEYS, required=("name", "hours"))
+    entry = check_table(path, where, entry, STEP_KEYS, required=("name", "hours"))
     name = _text(entry["name"], path, f"{where} name")
     hours = _number(entry["hours"], path, f"step {name!r} hours", MAX_HOURS)
     lot = _whole(entry.get("lot", 1), path, f"step {name!r} lot", 1, lots)
@@ -188,7 +187,7 @@ def _step(entry: object, index: int, path: Path, lots: int) -> Step:
 
 def _expense(entry: object, index: int, path: Path) -> tuple[str, Decimal]:
     where = f"[[expenses]] #{index}"
-    check_table(path, where, entry, EXPENSE_KEYS, required=EXPENSE_KEYS)
+    entry = check_table(path, where, entry, EXPENSE_KEYS, required=EXPENSE_KEYS)
     name = _text(entry["name"], path, f"{where} name")
     return name, _money(entry["usd"], path, f"expense {name!r}")
 
@@ -294,7 +293,7 @@ def planned_vs_actual(campaign: Campaign, rows: list) -> list[dict]:
         if not step.runs:
             continue
         matched = [row for row in rows if any(fnmatch.fnmatchcase(row.run_id, pattern) for pattern in step.runs)]
-        seconds = sum(Decimal(str(row.seconds)) for row in matched if isinstance(row.seconds, (int, float)))
+        seconds = sum((Decimal(str(row.seconds)) for row in matched if isinstance(row.seconds, (int, float))), Decimal(0))
         actual = (seconds / 3600).quantize(Decimal("0.001"))
         lines.append(
             {

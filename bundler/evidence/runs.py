@@ -115,8 +115,7 @@ def runs_dir(project: Path) -> Path:
         )
     document = read_json(config, hint="Fix its syntax; it names the runs folder (runs_dir).")
     name = document.get("runs_dir", "runs") if isinstance(document, dict) else None
-    pure = PurePosixPath(name) if isinstance(name, str) else None
-    if pure is None or not name.strip() or pure.is_absolute() or ".." in pure.parts:
+    if not isinstance(name, str) or not name.strip() or PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts:
         raise ProjectFileError(
             f"{config}: runs_dir = {name!r} is not a folder inside the project.",
             hint='Write a path relative to the project folder, e.g. "runs_dir": "runs".',

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from bundler.errors import ProjectFileError, UsageError
 from bundler.evidence.checksums import CHECKSUMS, compare_checksums
@@ -178,9 +179,11 @@ def check_manifest(data: RunData) -> Check:
 
 def _named_files(run_dir: Path, manifest: dict) -> list[tuple[str, str]]:
     """The files the manifest says the run holds (input copy, checkpoint, code, texts) that it does not hold."""
-    reload = manifest.get("reload") if isinstance(manifest.get("reload"), dict) else {}
-    code = reload.get("code") if isinstance(reload.get("code"), list) else [reload.get("code")]
-    named = [manifest.get("input_copy"), reload.get("checkpoint"), reload.get("texts"), *code]
+    reload = manifest.get("reload")
+    if not isinstance(reload, dict):
+        reload = {}
+    code = reload.get("code")
+    named = [manifest.get("input_copy"), reload.get("checkpoint"), reload.get("texts"), *(code if isinstance(code, list) else [code])]
     wrong = []
     for name in (n for n in named if n is not None):
         if not isinstance(name, str) or PurePosixPath(name).is_absolute() or ".." in PurePosixPath(name).parts or "\\" in name:
@@ -330,7 +333,7 @@ def check_checkpoint_reload(data: RunData, python: str | None = None) -> Check:
 
 
 # -- helpers --------------------------------------------------------------------------
-def _read_json(path: Path) -> tuple[object, str | None]:
+def _read_json(path: Path) -> tuple[Any, str | None]:
     if not path.is_file():
         return None, f"{path.name} is missing"
     try:

@@ -31,6 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler import engine as engines
 from bundler.errors import FindingsError
@@ -48,6 +49,9 @@ from bundler.lock.lockfile import Lock, fresh_lock
 from bundler.target.bundle import Bundle, update_target
 from bundler.target.versions import build_name
 
+if TYPE_CHECKING:
+    from docker import DockerClient
+
 CHECK_REPOSITORY = "bundler/check"  # the second build of --check-reproducible, removed afterwards
 
 
@@ -58,8 +62,8 @@ class Plan:
     bundle: Bundle
     lock: Lock
     dockerfiles: Dockerfiles
-    engine: object
-    base_image: object
+    engine: DockerClient
+    base_image: engines.BaseImage
     labels: dict
     files: ProjectFiles
     notes: list  # what preparing the lock said (wheels built from source)

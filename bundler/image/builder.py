@@ -96,7 +96,7 @@ def builder_image(engine, base, python: str, packages: list[str], say) -> str:
         pass
     say(f"Builder image {tag}: {base.reference} + {', '.join(packages)} from the distribution's mirror…")
     text = builder_dockerfile(base.reference, python, packages, key)
-    log = []
+    log: list[str] = []
     try:
         for event in engine.api.build(fileobj=io.BytesIO(text.encode()), rm=True, forcerm=True, pull=False, decode=True, tag=tag):
             if "error" in event or "errorDetail" in event:

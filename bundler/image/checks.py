@@ -162,8 +162,8 @@ def run_dependency_checks(engine, image_id: str, checks: list[Check], python: st
     if code != 0 or not results or failed:
         first = failed[0] if failed else {"name": "the checks' runner", "output": output.strip()[-1500:]}
         own = next((check.failure for check in checks if check.name == first["name"] and check.failure), None)
-        error = own(first.get("finding") or {}) if own else None
-        raise error or BuildError(
+        failure = own(first.get("finding") or {}) if own else None
+        raise failure or BuildError(
             f"the dependency image failed its check {first['name']!r}: "
             + json.dumps(first.get("finding") or {}, sort_keys=True)[:600]
             + ("\nOutput:\n  " + "\n  ".join(str(first.get("output", "")).splitlines()[-12:]) if first.get("output") else ""),
@@ -189,8 +189,8 @@ def _read_tree(container, path: str) -> dict[str, tuple[int, bytes]]:
     files = {}
     with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
         for member in tar:
-            if member.isreg():
-                files[member.name.split("/", 1)[1] if "/" in member.name else member.name] = (member.mode, tar.extractfile(member).read())
+            if member.isreg() and (handle := tar.extractfile(member)) is not None:
+                files[member.name.split("/", 1)[1] if "/" in member.name else member.name] = (member.mode, handle.read())
     return files
 
 

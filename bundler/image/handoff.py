@@ -144,7 +144,9 @@ def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=l
     full = f"{repository}:{tag}"
     engine.api.tag(image_id, repository, tag)
     say(f"Pushing {full}…")
-    digest, failure, layers, sent = "", None, {}, {}
+    digest, failure = "", None
+    layers: dict[str, str] = {}
+    sent: dict[str, int] = {}
     try:
         for event in engine.api.push(repository, tag=tag, stream=True, decode=True):
             if "error" in event or "errorDetail" in event:

@@ -82,8 +82,8 @@ def entries(layer) -> list[tuple[str, tuple]]:
     with tarfile.open(fileobj=layer, mode="r|") as tar:
         for member in tar:
             content = ""
-            if member.isreg():
-                digest, handle = hashlib.sha256(), tar.extractfile(member)
+            if member.isreg() and (handle := tar.extractfile(member)) is not None:
+                digest = hashlib.sha256()
                 while chunk := handle.read(CHUNK):
                     digest.update(chunk)
                 content = digest.hexdigest()
@@ -95,7 +95,7 @@ def entries(layer) -> list[tuple[str, tuple]]:
 def saved_layers(engine, image_id: str) -> tuple[dict[str, list], dict]:
     """({diff ID: entries} of every layer, the image's config) from one streamed `docker save`."""
     layers, config = {}, {}
-    outer = tarfile.open(fileobj=_Stream(engine.api.get_image(image_id, chunk_size=CHUNK)), mode="r|")
+    outer = tarfile.open(fileobj=_Stream(engine.api.get_image(image_id, chunk_size=CHUNK)), mode="r|")  # type: ignore[call-overload]  # a stream reads only
     for member in outer:
         if member.name.endswith("layer.tar") and member.isreg():
             reader = _Hashing(outer.extractfile(member))

@@ -1,5 +1,5 @@
-"""What the engine does for a build: take a context and build it, tell whether an image
-exists, remove an image that failed its checks; the build output for people."""
+"""What the engine does for a build: take a context and build it, remove an image that
+failed its checks; the build output for people."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def run_engine_build(
     """Send the context, stream the engine's output into ``progress``; the new image ID."""
     import docker.errors
 
-    image_id, log = None, []
+    image_id: str | None = None
+    log: list[str] = []
     try:
         with open(context.path, "rb") as handle:
             stream = engine.api.build(
@@ -95,10 +96,6 @@ class Progress:
     """Build output for people: step lines and a bar on stderr (quiet with a non-terminal)."""
 
     def __init__(self) -> None:
-        self._bar = None
-        self._task = None
-
-    def __enter__(self):
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
         from rich.progress import Progress as RichProgress
@@ -113,8 +110,10 @@ class Progress:
             console=console,
             transient=True,
         )
-        self._bar.__enter__()
         self._task = self._bar.add_task("building", total=None)
+
+    def __enter__(self) -> Progress:
+        self._bar.__enter__()
         return self
 
     def __exit__(self, *exc):

@@ -107,7 +107,13 @@ def _store(downloaded: Path, pins_by_name: dict[str, Pin], root: Path) -> None:
 
 
 def download(
-    pins: list[Pin], indexes: list[str], target, *, sources: set[str] = frozenset(), root: Path | None = None, say=lambda text: None
+    pins: list[Pin],
+    indexes: list[str],
+    target,
+    *,
+    sources: frozenset[str] | set[str] = frozenset(),
+    root: Path | None = None,
+    say=lambda text: None,
 ) -> None:
     """Fetch the pins into the cache with one `pip download` per kind (wheels, source archives)."""
 
@@ -196,7 +202,13 @@ WHEEL_SOURCES = (from_indexes,)
 
 
 def gather(
-    lock: Lock, target, *, sources: set[str] = frozenset(), verify: bool = True, wheel_sources=WHEEL_SOURCES, say=lambda text: None
+    lock: Lock,
+    target,
+    *,
+    sources: frozenset[str] | set[str] = frozenset(),
+    verify: bool = True,
+    wheel_sources=WHEEL_SOURCES,
+    say=lambda text: None,
 ) -> list[Wheel]:
     """Every file the lock names, from the cache (the wheel sources fill in what is missing).
 

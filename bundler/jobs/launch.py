@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Union
 
@@ -55,7 +56,7 @@ def c10d_rendezvous(nnodes: Token, nproc: Token, endpoint: Token, run_id: Token)
     return [TORCHRUN, *options]
 
 
-def diagnostics_args() -> list[str]:
+def diagnostics_args() -> list[Token]:
     """The diagnostics shipped in the image, judging the project shipped beside them."""
     return [f"{layout.DIAGNOSTICS}/run.py", "--project", layout.PROJECT]
 
@@ -73,8 +74,9 @@ def entry(bundle) -> Entry:
             value=bundle.entry,
         ) from None
     env = []
-    while words and _ASSIGNMENT.match(words[0]):
-        name, value = _ASSIGNMENT.match(words.pop(0)).groups()
+    while words and (assignment := _ASSIGNMENT.match(words[0])) is not None:
+        words.pop(0)
+        name, value = assignment.groups()
         env.append((name, value))
     if not words:
         raise ProjectFileError(
@@ -90,7 +92,7 @@ def entry(bundle) -> Entry:
     return Entry(tuple(env), ("--no-python", *words))
 
 
-def shell(tokens: list[Token]) -> str:
+def shell(tokens: Sequence[Token]) -> str:
     """One shell command line: literals quoted, variables expanded inside double quotes."""
     return " ".join(f'"${{{token.name}}}"' if isinstance(token, Var) else shlex.quote(token) for token in tokens)
 

@@ -27,7 +27,7 @@ def render(inputs) -> str:
     if inputs.gpus_per_node:
         directives.insert(3, f"--gpus-per-node={inputs.gpus_per_node}")
     entry = launch.entry(inputs.bundle)
-    container = ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", Var("APPTAINER[@]")]
+    container: list[launch.Token] = ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", Var("APPTAINER[@]")]
     diagnostics = launch.c10d_rendezvous(Var("SLURM_NNODES"), "1", Var("DIAGNOSTICS_ENDPOINT"), Var("SLURM_JOB_ID"))
     job = launch.c10d_rendezvous(Var("SLURM_NNODES"), str(inputs.processes_per_node), Var("ENTRY_ENDPOINT"), Var("SLURM_JOB_ID"))
     lines = [f"#SBATCH {directive}" for directive in directives]

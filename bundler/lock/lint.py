@@ -39,19 +39,19 @@ def lint_lock(text: str, target, expected: dict[str, str], needs_setuptools: boo
         elif not pin.hashes:
             problems.append(f"{pin.name}=={pin.version} has no --hash")
     for name, version in expected.items():
-        pin = pins.get(canonicalize_name(name))
-        if pin is None:
+        locked = pins.get(canonicalize_name(name))
+        if locked is None:
             if name == "torch":
                 problems.append("torch is missing from the lock")
             continue
-        if pin.version != version:
-            problems.append(f"{name}=={pin.version} is not the build of the Target ({name}=={version})")
+        if locked.version != version:
+            problems.append(f"{name}=={locked.version} is not the build of the Target ({name}=={version})")
     torch_pin = pins.get("torch")
     if torch_pin is not None:
         for name in COMPANIONS:
-            pin = pins.get(name)
-            if pin is not None and pin.label != torch_pin.label:
-                problems.append(f"{name}=={pin.version} carries a different label than torch=={torch_pin.version}")
+            companion = pins.get(name)
+            if companion is not None and companion.label != torch_pin.label:
+                problems.append(f"{name}=={companion.version} carries a different label than torch=={torch_pin.version}")
     if target.backend == "cuda" and target.platform == "linux_x86_64" and not any(n.startswith("nvidia-") for n in pins):
         problems.append("no nvidia-* package: a CUDA torch for Linux x86_64 needs its CUDA libraries (was it resolved on another OS?)")
     if target.backend == "rocm" and "pytorch-triton-rocm" not in pins:

@@ -17,6 +17,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from packaging.utils import canonicalize_name
 
@@ -190,12 +191,12 @@ def parse_pins(body: str) -> list[Pin]:
 
 
 # ----- state -----------------------------------------------------------------------
-STATUSES = ("fresh", "stale", "missing", "tampered")
+LockStatus = Literal["fresh", "stale", "missing", "tampered"]
 
 
 @dataclass(frozen=True)
 class LockState:
-    status: str  # one of STATUSES
+    status: LockStatus
     detail: str
     path: Path
     header: LockHeader | None = None
@@ -205,7 +206,7 @@ class LockState:
         return self.status == "fresh"
 
     def as_dict(self) -> dict:
-        data = {"status": self.status, "detail": self.detail, "path": str(self.path)}
+        data: dict[str, object] = {"status": self.status, "detail": self.detail, "path": str(self.path)}
         data["header"] = asdict(self.header) if self.header else None
         return data
 

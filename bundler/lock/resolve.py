@@ -177,8 +177,8 @@ def _resolve_in_container(
         if local.startswith("file://"):
             folder = Path(local[len("file://") :])
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}  # same path: file:// URLs and links stay valid
-    for folder in [url[len("file://") :] for url in urls if url.startswith("file://")] + spec.requirements.find_links:
-        volumes.setdefault(folder, {"bind": folder, "mode": "ro"})  # the project's wheels and their index, at the same path
+    for shared in [url[len("file://") :] for url in urls if url.startswith("file://")] + spec.requirements.find_links:
+        volumes.setdefault(shared, {"bind": shared, "mode": "ro"})  # the project's wheels and their index, at the same path
     for folder in sorted(_local_link_targets(pairs)):
         if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
             volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}

@@ -84,12 +84,12 @@ def source_builds(pins, indexes: list[str], target, skip: set[str], notes: list[
     tags = target_tags(target)
     found = []
     for pin in wanted:
-        files = {digest: names[digest] for digest in pin.hashes if digest in names}
-        wheels = [name for name in files.values() if name.endswith(".whl")]
+        known = {digest: names[digest] for digest in pin.hashes if digest in names}
+        wheels = [name for name in known.values() if name.endswith(".whl")]
         if any(wheel_fits(name, tags) for name in wheels):
             continue
-        sdists = [(digest, name) for digest, name in files.items() if is_sdist(name)]
-        if len(files) < len(pin.hashes) or not sdists:
+        sdists = [(digest, name) for digest, name in known.items() if is_sdist(name)]
+        if len(known) < len(pin.hashes) or not sdists:
             notes.append(f"could not tell whether {pin.name}=={pin.version} has a wheel for the Target (its files are not all listed).")
             continue
         digest, sdist = sdists[0]

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from bundler.errors import ProjectFileError
 from bundler.fsutil import read_json
@@ -86,11 +87,11 @@ def check_home_paths(bundle: Bundle) -> Item:
             "Run `bundler paths` to list them and `bundler paths --fix` to rewrite them.",
         )
     if result.not_checked:  # never reported clean: a file the scan could not look at may hold one
-        first = result.not_checked[0]
+        skipped = result.not_checked[0]
         return Item(
             "no home paths",
             FAIL,
-            f"{len(result.not_checked)} file(s) could not be checked, first {first.file}: {first.reason}",
+            f"{len(result.not_checked)} file(s) could not be checked, first {skipped.file}: {skipped.reason}",
             "Run `bundler paths` to list them: save text as UTF-8, repair the notebook, or check those files by hand.",
         )
     docs = len(result.findings) - len(failing)
@@ -117,9 +118,9 @@ def check_lock(bundle: Bundle) -> Item:
 def check_config(bundle: Bundle) -> Item:
     name = "config/pilot.json valid and secret-free"
     path = bundle.root / PILOT_CONFIG
-    loaded = _load_json(path)
-    if isinstance(loaded, str):
-        return Item(name, FAIL, loaded, f"Write {PILOT_CONFIG} as a JSON object (see a fresh `bundler new` project).")
+    loaded, unreadable = _load_json(path)
+    if unreadable is not None:
+        return Item(name, FAIL, unreadable, f"Write {PILOT_CONFIG} as a JSON object (see a fresh `bundler new` project).")
     problems = config_problems(loaded)
     secrets = find_secrets(path.read_text(encoding="utf-8"))
     if secrets:
@@ -164,14 +165,14 @@ def find_secrets(text: str) -> list[str]:
 
 def check_pilot_inputs(bundle: Bundle) -> Item:
     name = "pilot inputs match their manifest"
-    config = _load_json(bundle.root / PILOT_CONFIG)
-    if isinstance(config, str) or not isinstance(config, dict):
+    config, _ = _load_json(bundle.root / PILOT_CONFIG)
+    if not isinstance(config, dict):
         return Item(name, NOT_CHECKED, f"{PILOT_CONFIG} could not be read", "Fix the config item first.")
     manifest_rel = str(config.get("manifest", "data/pilot/MANIFEST.json"))
     data_rel = str(config.get("data_dir", "data/pilot"))
-    manifest = _load_json(bundle.root / manifest_rel)
-    if isinstance(manifest, str):
-        return Item(name, FAIL, manifest, "Restore the manifest of the pilot inputs from version control.")
+    manifest, unreadable = _load_json(bundle.root / manifest_rel)
+    if unreadable is not None:
+        return Item(name, FAIL, unreadable, "Restore the manifest of the pilot inputs from version control.")
     problems = manifest_problems(bundle.root / data_rel, manifest, config)
     if problems:
         return Item(
@@ -326,12 +327,12 @@ def readme_headings(text: str) -> list[str]:
     return headings
 
 
-def _load_json(path: Path) -> object | str:
-    """The parsed document, or the sentence saying why it could not be read."""
+def _load_json(path: Path) -> tuple[Any, str | None]:
+    """(the parsed document, None), or (None, the sentence saying why it could not be read)."""
     try:
-        return read_json(path, hint="")
+        return read_json(path, hint=""), None
     except ProjectFileError as error:
-        return error.message
+        return None, error.message
 
 
 CHECKS = (

@@ -99,11 +99,11 @@ def classify(root: Path, shape: str, text: str, exists) -> Rewrite:
     if shape == "home-lookup" and text.endswith("home()"):
         return Rewrite(replacement="${HOME_ROOT}", parameter="HOME_ROOT", value="~")
     prefix, components = split_home(shape, text)
-    relative = _project_tail(root.name, components, exists)
-    if relative is not None:
-        written = _value_end(shape, text, len([c for c in relative.split("/") if c]) if relative != "." else 0)
-        relative = relative + trailing if relative != "." else relative
-        return Rewrite(replacement=relative, relative=relative, prefix_length=written)
+    inside = _project_tail(root.name, components, exists)
+    if inside is not None:
+        written = _value_end(shape, text, len([c for c in inside.split("/") if c]) if inside != "." else 0)
+        inside = inside + trailing if inside != "." else inside
+        return Rewrite(replacement=inside, relative=inside, prefix_length=written)
     first = components[0] if components else None
     if first is not None and len(components) == 1 and "." in first.lstrip(".") and not trailing:
         first = None  # a single file right in the home folder: the home folder is the parameter
@@ -153,6 +153,7 @@ class ParameterRegistry:
             self.existing.setdefault(name, value)
 
     def name(self, target: Rewrite) -> Rewrite:
+        assert target.parameter is not None, "only a rewrite into a parameter is named"
         value = target.value or ""
         name = self._by_value.get(folder_key(value))
         if name is None:

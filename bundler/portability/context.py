@@ -108,7 +108,9 @@ _LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[
 
 def portable_component(first: str | None) -> bool:
     """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData``."""
-    return bool(first) and (first.startswith(".") and first not in (".", "..") or first in PORTABLE_FOLDERS)
+    if not first:
+        return False
+    return first.startswith(".") and first not in (".", "..") or first in PORTABLE_FOLDERS
 
 
 def component_after_lookup(text: str, end: int) -> str | None:

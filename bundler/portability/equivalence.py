@@ -16,6 +16,7 @@ import ntpath
 import posixpath
 import re
 import warnings
+from typing import cast
 
 from bundler.portability.bundle_paths import expand_value, join
 
@@ -119,12 +120,13 @@ class _Evaluate(ast.NodeTransformer):
         node = self.generic_visit(node)
         name = _dotted(node.func)
         args = [_text(a) for a in node.args]
+        texts = [a for a in args if a is not None]  # every argument when all are constant text
         short = name.rsplit(".", 1)[-1]
-        if short == "param_path" and args and all(a is not None for a in args) and not node.keywords:
-            value = self.environment.get(args[0])
-            return node if value is None else self.constant(join(expand_value(value, self.environment), args[1] if len(args) > 1 else ""))
-        if short == "project_path" and all(a is not None for a in args):
-            return ast.Constant(join(ROOT, args[0]) if args else ROOT)
+        if short == "param_path" and texts and len(texts) == len(args) and not node.keywords:
+            value = self.environment.get(texts[0])
+            return node if value is None else self.constant(join(expand_value(value, self.environment), texts[1] if len(texts) > 1 else ""))
+        if short == "project_path" and len(texts) == len(args):
+            return ast.Constant(join(ROOT, texts[0]) if texts else ROOT)
         if short == "expanduser" and len(args) == 1 and args[0] is not None:
             return self.constant(args[0])
         if name.endswith(("getenv", "environ.get")) and args and args[0] in _HOME_KEYS:
@@ -156,7 +158,7 @@ class _Evaluate(ast.NodeTransformer):
     def visit_JoinedStr(self, node):
         """Constant fields become text, adjacent texts one: the same f-string however it was split."""
         node = self.generic_visit(node)
-        values = []
+        values: list[ast.expr] = []
         for value in node.values:
             if (
                 isinstance(value, ast.FormattedValue)
@@ -165,12 +167,14 @@ class _Evaluate(ast.NodeTransformer):
                 and _text(value.value) is not None
             ):
                 value = value.value
-            if _text(value) is not None and values and _text(values[-1]) is not None:
-                values[-1] = ast.Constant(values[-1].value + value.value)
+            text, previous = _text(value), (_text(values[-1]) if values else None)
+            if text is not None and previous is not None:
+                values[-1] = ast.Constant(previous + text)
             else:
                 values.append(value)
-        if len(values) == 1 and _text(values[0]) is not None:
-            return self.constant(values[0].value)
+        only = _text(values[0]) if len(values) == 1 else None
+        if only is not None:
+            return self.constant(only)
         node.values = values
         return node
 
@@ -204,7 +208,7 @@ def omegaconf_problem(original: str, new: str, values: dict[str, str]) -> str | 
         for path, old, value in changed:
             holder = OmegaConf.create({"v": value})
             try:
-                resolved = OmegaConf.to_container(holder, resolve=True)["v"]
+                resolved = cast(dict, OmegaConf.to_container(holder, resolve=True))["v"]  # a DictConfig comes back a dict
             except OmegaConfBaseException:
                 resolved = _textual(value, values)  # another interpolation in the value: compare the text it holds
             if not (isinstance(old, str) and same_path(str(resolved), old)):

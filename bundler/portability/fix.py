@@ -76,9 +76,10 @@ class _Plan:
     """What one file becomes: its new bytes, the parameters it reads, whether it needs the Python helper."""
 
     change: FileChange
-    data: bytes | None = None
+    text: str | None = None  # the new text
     names: set[str] = field(default_factory=set)
     helper: bool = False
+    data: bytes | None = None  # the new text in the file's own encoding (set by `plan`)
 
 
 def fix(
@@ -108,7 +109,7 @@ def fix(
     if not apply or not plans:
         return outcome
     helper_dirs = {str(PurePosixPath(r).parent) for r, p in plans.items() if p.helper}
-    writes = [(r, p.data) for r, p in plans.items()] + [
+    writes = [(r, p.data) for r, p in plans.items() if p.data is not None] + [
         (r, t.encode("utf-8")) for r, t in _support_files(root, outcome.parameters, helper_dirs)
     ]
     outcome.backup_dir, outcome.written = _apply(root, writes)
@@ -138,8 +139,8 @@ class _Context:
         encoding = self.scanned.encodings.get(relative, "utf-8")
         text = data.decode(encoding)
         plan = self._rewrite(relative, data, text, findings)
-        if plan.data is not None:
-            plan.data = plan.data.encode(encoding) if isinstance(plan.data, str) else plan.data
+        if plan.text is not None:
+            plan.data = plan.text.encode(encoding)
         return plan
 
     def _rewrite(self, relative: str, data: bytes, text: str, findings) -> _Plan:
@@ -179,7 +180,8 @@ class _Context:
                 warnings.simplefilter("ignore")
                 compile(data, relative, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST: its coding cookie, or UTF-8
         except (SyntaxError, ValueError) as error:
-            where = f" at line {error.lineno}" if getattr(error, "lineno", None) else ""
+            line = getattr(error, "lineno", None)
+            where = f" at line {line}" if line else ""
             return _Plan(
                 FileChange(relative, "refused", reason=f"did not parse before the rewrite ({type(error).__name__}{where}): not modified")
             )
@@ -243,7 +245,8 @@ def _apply(root: Path, writes: list[tuple[str, bytes]]) -> tuple[str, list[str]]
         number += 1
         backups = root / BACKUP_DIR / f"{stamp}-{number}"
     created = [p for p in (root / ".bundler", root / BACKUP_DIR) if not p.exists()]
-    written, made = [], []
+    written: list[str] = []
+    made: list[str] = []
     try:
         for relative, _ in writes:
             target = root / relative

@@ -17,6 +17,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
+from bundler.portability.scan import Finding
+
 IMPORT_MARKER = "_bundle_paths import"
 PACKAGE_IMPORT = (
     "try:  # machine-specific paths: see _bundle_paths.py (written by `bundler paths --fix`)\n"
@@ -53,7 +55,8 @@ def rewrite_python(source: str, findings: list, *, import_block: str | None = No
     except (tokenize.TokenError, IndentationError, SyntaxError):
         result.manual = [manual(f, "the file does not tokenize as Python") for f in findings]
         return result
-    edits, by_token = [], {}
+    edits: list[tuple[int, int, str]] = []
+    by_token: dict[int, list[tuple[int, int, Finding]]] = {}
     for finding in findings:
         start = offsets[finding.line - 1] + finding.column - 1
         end = start + len(finding.text)
@@ -99,7 +102,8 @@ def line_offsets(text: str) -> list[int]:
 
 def literal_spans(source: str, offsets: list[int]) -> list[tuple[int, int, str]]:
     """(start, end, "string" | "comment") of every literal; an f-string is one span on every Python."""
-    spans, fstring_start, depth = [], None, 0
+    spans: list[tuple[int, int, str]] = []
+    fstring_start, depth = 0, 0
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.end[0] > len(offsets):
             continue  # the end marker after a last line without a newline
@@ -123,10 +127,18 @@ def literal_spans(source: str, offsets: list[int]) -> list[tuple[int, int, str]]
     return spans
 
 
+def _string_head(literal: str) -> tuple[str, str]:
+    """The prefix (``rb``, ``f``…) and the opening quote of a string literal token."""
+    head = _STRING_PREFIX.match(literal)
+    if head is None:
+        raise ValueError(f"not a string literal: {literal[:40]!r}")
+    return head.group(1), head.group(2)
+
+
 def fstring_fields(literal: str) -> list[tuple[int, int]]:
     """(start, end) of each ``{…}`` replacement field of an f-string literal, relative to it."""
-    head = _STRING_PREFIX.match(literal)
-    body_start, body_end = head.end(), len(literal) - len(head.group(2))
+    prefix, opening = _string_head(literal)
+    body_start, body_end = len(prefix) + len(opening), len(literal) - len(opening)
     fields, index = [], body_start
     while index < body_end:
         char = literal[index]
@@ -158,8 +170,7 @@ def fstring_fields(literal: str) -> list[tuple[int, int]]:
 def _string_edit(source: str, spans, index: int, hits) -> tuple[tuple[int, int, str] | None, list[dict]]:
     token_start, token_end, _ = spans[index]
     literal = source[token_start:token_end]
-    head = _STRING_PREFIX.match(literal)
-    prefix, quote = head.group(1), head.group(2)
+    prefix, quote = _string_head(literal)
     if "b" in prefix.lower():
         return None, [manual(f, "inside a bytes literal") for _, _, f in hits]
     is_f = "f" in prefix.lower()
@@ -225,7 +236,7 @@ def insert_import(source: str, block: str) -> tuple[str, int]:
         is_docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant)
         is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
         if is_docstring or is_future:
-            after = node.end_lineno
+            after = node.end_lineno or after
         else:
             break
     lines = source.splitlines(keepends=True)

@@ -139,8 +139,8 @@ def _scrub(value, scanner, relative: str):
         pairs = [_scrub(item, scanner, relative) for item in value]
         return [p[0] for p in pairs], sum(p[1] for p in pairs)
     if isinstance(value, dict):
-        pairs = {key: _scrub(item, scanner, relative) for key, item in value.items()}
-        return {key: p[0] for key, p in pairs.items()}, sum(p[1] for p in pairs.values())
+        scrubbed = {key: _scrub(item, scanner, relative) for key, item in value.items()}
+        return {key: p[0] for key, p in scrubbed.items()}, sum(p[1] for p in scrubbed.values())
     return value, 0
 
 

@@ -94,7 +94,6 @@ class ScanResult:
     skipped: list[Skipped] = field(default_factory=list)
     not_checked: list[Skipped] = field(default_factory=list)
     files_scanned: int = 0
-    bytes_scanned: int = 0
     parameters: dict[str, str] = field(default_factory=dict)
     encodings: dict[str, str] = field(default_factory=dict)  # files read as something else than UTF-8
     omegaconf_dirs: list[str] = field(default_factory=list)  # config folders Hydra/OmegaConf loads
@@ -211,7 +210,6 @@ class Scanner:
             result.not_checked.append(Skipped(relative, f"cannot be read: {error.strerror or error}"))
             return
         result.files_scanned += 1
-        result.bytes_scanned += len(data)
         if data.startswith(HELPER_MARKER):
             return  # the helper --fix writes: it looks the home up on purpose
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):

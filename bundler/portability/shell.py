@@ -106,12 +106,16 @@ def word_span(text: str, kinds: bytearray, start: int, end: int) -> tuple[int, i
     return left, right
 
 
+def _expansion(name: str) -> str:
+    return "${" + name + "}"
+
+
 def reference(name: str, context: int) -> str | None:
     """How a parameter is read in a quoting context (None: it cannot be read there)."""
     if context == CODE:
         return '"${' + name + '}"'
     if context in (DOUBLE, HEREDOC):
-        return "${" + name + "}"
+        return _expansion(name)
     if context == SINGLE:
         return "'\"${" + name + "}\"'"
     return None
@@ -147,7 +151,7 @@ def rewrite_shell(text: str, findings: list) -> tuple[str, list[tuple], list[dic
             stop = start + finding.prefix_length
             opens = text[start - 1] == "'" and kinds[start - 1] == CODE
             closes = stop < len(text) and text[stop] == "'" and kinds[stop] == CODE
-            new_ref = ("" if opens else "'") + reference(name, DOUBLE).join('""') + ("" if closes else "'")
+            new_ref = ("" if opens else "'") + _expansion(name).join('""') + ("" if closes else "'")
             edits.append((start - opens, stop + closes, new_ref, finding, False))
         else:
             edits.append((start, start + finding.prefix_length, ref, finding, False))

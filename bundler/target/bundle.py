@@ -233,16 +233,17 @@ def _lock_name(root: Path, path: Path, value: object) -> str:
     """[build] lock: a file path inside the project (the lock is written there, through no link out of it)."""
     from pathlib import PurePosixPath
 
-    parts = PurePosixPath(value).parts if isinstance(value, str) else ()
-    bad = not parts or value.startswith(("/", "~")) or "\\" in value or "\0" in value or ".." in parts or value.endswith("/")
-    if bad or not (root / value).resolve().is_relative_to(root.resolve()):
+    text = value if isinstance(value, str) else ""
+    parts = PurePosixPath(text).parts
+    bad = not parts or text.startswith(("/", "~")) or "\\" in text or "\0" in text or ".." in parts or text.endswith("/")
+    if bad or not (root / text).resolve().is_relative_to(root.resolve()):
         raise ProjectFileError(
             f"{path}: [build] lock {value!r} is not a file path inside the project.",
             hint='Name the lock relative to the project folder, e.g. lock = "requirements-rebuild.txt".',
             path=path,
             value=value if isinstance(value, str) else repr(value),
         )
-    return value
+    return text
 
 
 def _extension(path: Path, index: int, item: object) -> Extension:

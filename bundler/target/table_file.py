@@ -85,7 +85,7 @@ def load_table() -> CompatTable:
     key = tuple((str(p), p.stat().st_mtime_ns) for p in paths)
     if key not in _CACHE:
         _CACHE.clear()
-        _CACHE[key] = _merge([(p, _read(p)) for p in paths])
+        _CACHE[key] = load_table_from(*paths)
     return _CACHE[key]
 
 

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from bdiag import FOLDER
+from bdiag.order import Order, OrderError
 
 BUNDLE_FILE = "bundle.toml"
 BACKENDS = ("cuda", "rocm", "cpu")
@@ -105,8 +106,8 @@ class Checkup:
     bundle: BundleInfo | None
     results_dir: str | None  # None: a temporary folder chosen by the io stage
     keep_going: bool = False
-    order: object = None  # bdiag.order.Order: what plan.toml says was paid for; None without a plan
-    order_error: object = None  # bdiag.order.OrderError when plan.toml or its catalog cannot be used
+    order: Order | None = None  # what plan.toml says was paid for; None without a plan
+    order_error: OrderError | None = None  # when plan.toml or its catalog cannot be used
     torch: object = None  # the imported module once the torch stage passed
     facts: dict = field(default_factory=dict)  # what earlier stages measured, for later ones
 

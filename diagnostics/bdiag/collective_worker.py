@@ -10,11 +10,11 @@ import sys
 import time
 
 
-def main(backend: str, device: str, rank: str, world: str, port: str, out: str) -> int:
+def main(backend: str, device: str, rank_text: str, world_text: str, port: str, out: str) -> int:
     import torch
     import torch.distributed as dist
 
-    rank, world = int(rank), int(world)
+    rank, world = int(rank_text), int(world_text)
     if device == "cuda":
         torch.cuda.set_device(rank)
     target = torch.device("cuda", rank) if device == "cuda" else torch.device("cpu")

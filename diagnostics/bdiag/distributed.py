@@ -130,7 +130,7 @@ def judge(result, launch: Launch, backend: str, answer: dict) -> None:
             "Inside containers: --ipc=host or a large /dev/shm.",
         )
         return
-    per_node = {}
+    per_node: dict = {}
     for peer in answer.get("peers", []):
         per_node.setdefault(peer["node"], {"host": peer["host"], "ranks": []})["ranks"].append(peer["rank"])
     job.update(nodes={str(node): entry for node, entry in sorted(per_node.items())}, bus_bandwidth_gb_s=answer.get("bus_bandwidth_gb_s"))

@@ -35,7 +35,7 @@ def bar(figure: dict) -> str:
     scale = min(max(1.25, fraction * 1.05), 3.0)
     filled = min(fraction, scale) / scale * BAR_WIDTH
     reference = BAR_WIDTH / scale
-    colour = COLOURS.get(figure.get("status"), COLOURS["skip"])
+    colour = COLOURS.get(str(figure.get("status")), COLOURS["skip"])
     label = f"{fraction:.0%}" + (" ›" if fraction > scale else "")
     return (
         f'<svg width="{BAR_WIDTH + 72}" height="{BAR_HEIGHT}" role="img" aria-label="{escape(label)} of the reference">'

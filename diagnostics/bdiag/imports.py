@@ -100,7 +100,7 @@ def _from_record(dist) -> list:
         if not parts or parts[0] in ("..", "__pycache__") or parts[0].endswith((".dist-info", ".data", ".pth")):
             continue
         if len(parts) == 1:
-            base, dot, suffix = parts[0].partition(".")
+            base, _, suffix = parts[0].partition(".")
             if suffix == "py" or suffix.endswith(("so", "pyd")):
                 names.append(base)
         elif parts[-1].endswith((".py", ".so")):

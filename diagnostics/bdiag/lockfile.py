@@ -204,7 +204,7 @@ def _compare(left: str, op: str, right: str) -> bool:
         width = max(len(a), len(b))
         a, b = a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
     else:
-        a, b = left, right
+        a, b = left, right  # type: ignore[assignment]  # text against text, numbers against numbers
     if op in ("==", "==="):
         return a == b
     if op == "!=":

@@ -34,8 +34,8 @@ class Probe(GpuProbe, HostProbe):
     container's limits (cgroup memory and CPU, open files)."""
 
     def __init__(self) -> None:
-        self._pip = None
-        self._fresh = None
+        self._pip: subprocess.Popen[str] | None = None
+        self._fresh: subprocess.Popen[str] | None = None
 
     def prestart(self) -> None:
         """Start `pip check` and a fresh interpreter (importing torch) while the first stages run.
@@ -86,7 +86,7 @@ class Probe(GpuProbe, HostProbe):
 
         from bdiag.lockfile import normalize
 
-        found = {}
+        found: dict[str, str] = {}
         for dist in metadata.distributions():
             name = dist.metadata["Name"] if dist.metadata else None
             if name:

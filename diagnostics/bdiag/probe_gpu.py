@@ -149,7 +149,8 @@ class GpuProbe:
 
 
 def parse_nvlink_status(text: str) -> dict:
-    links, current = {}, None
+    links: dict[str, dict] = {}
+    current = None
     for line in text.splitlines():
         header = re.match(r"^GPU \d+: .*\(UUID: (\S+)\)", line.strip())
         if header:

@@ -48,7 +48,7 @@ def check_project(project: str) -> None:
 
 def check_destinations(destinations: dict) -> None:
     """Each report file (flag -> path) can be written, checked before the stages spend any time."""
-    seen = {}
+    seen: dict[str, str] = {}
     for flag, path in destinations.items():
         if not path:
             continue

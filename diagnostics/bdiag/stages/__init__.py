@@ -14,4 +14,3 @@ from bdiag.stages import (
 )
 
 ORDER = (interpreter, packages, torchbuild, device, compute, extensions, memory, storage, checkpoint, collectives)
-NAMES = tuple(stage.NAME for stage in ORDER)

@@ -122,7 +122,7 @@ def _throughput(checkup, result, device, dtype) -> None:
 
 
 def _clock_reasons(samples: list) -> list:
-    seen = set()
+    seen: set[str] = set()
     for row in samples:
         mask = card.event_mask(row)
         seen.update(name for bit, name in CLOCK_REASONS.items() if mask & bit)

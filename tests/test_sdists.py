@@ -22,6 +22,7 @@ from bundler.lock.sources import source_builds, target_tags
 from bundler.target.bundle import Target, load_bundle
 from tests.conftest import run_cli
 from tests.deps_support import cpu_project, source_archive
+from tests.dockerfile_support import hadolint, keywords, label_pairs, shell_commands, stages
 from tests.fakeindex import _page, _wheel, real_torch_index
 
 CPU311 = Target("cpu", "", "2.13.0", "3.11")
@@ -98,11 +99,20 @@ def test_the_compilers_come_from_what_the_archive_holds(tmp_path, names, package
     assert needed_compilers(archive_with(tmp_path, *names)) == packages
 
 
-def test_the_builder_adds_compilers_and_pythons_headers_only_when_the_base_lacks_them():
+def test_the_builder_adds_compilers_and_pythons_headers_only_when_the_base_lacks_them(tmp_path):
     text = builder_dockerfile("python:3.11-slim-bookworm", "python3.11", ["build-essential", "pkg-config"], "k" * 64)
-    assert text.startswith("FROM python:3.11-slim-bookworm\n")
-    assert "apt-get install -y --no-install-recommends build-essential pkg-config" in text
-    assert 'Python.h" ]; then' in text and "python3.11-dev" in text and 'LABEL io.bundler.builder.key="' + "k" * 64 in text
+    (stage,) = stages(text)
+    assert keywords(stage) == ["FROM", "RUN", "LABEL"] and stage[0] == ("FROM", "python:3.11-slim-bookworm")
+    install = ["DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "--no-install-recommends"]
+    commands = shell_commands(stage[1][1])
+    assert commands[:2] == [["apt-get", "update"], [*install, "build-essential", "pkg-config"]]
+    test, then, end = commands[2:5]  # Python's headers only when the base lacks them
+    assert test[:4] == ["if", "[", "!", "-f"] and test[4].endswith("/Python.h") and test[5] == "]"
+    assert then == ["then", *install, "python3.11-dev"] and end == ["fi"]
+    assert commands[-1] == ["rm", "-rf", "/var/lib/apt/lists/*"]
+    assert label_pairs(stage) == {"io.bundler.builder.key": "k" * 64}
+    linted = hadolint(tmp_path, {"builder": text})
+    assert linted.returncode == 0, linted.stdout
 
 
 # ----- the lock the image installs ----------------------------------------------------------------

@@ -71,6 +71,7 @@ def builder_dockerfile(base: str, python: str, packages: list[str], key: str) ->
     return "\n".join(
         [
             f"FROM {base}",
+            "# hadolint ignore=DL3008",  # the mirror's current packages: the builder is not reproducible, its wheel is
             "RUN apt-get update \\",
             f" && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {' '.join(packages)} \\",
             f' && if [ ! -f "{include}" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends'

@@ -11,12 +11,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bundler.errors import FileSystemError, ProjectFileError
+from bundler.errors import FileSystemError, ProjectFileError, from_os_error
 
 MAX_INT = 2**63 - 1  # TOML's integer range
+BACKUP_DIR = ".bundler/backups"
 
 
 def _reject_constant(name: str) -> None:
@@ -161,6 +163,69 @@ def staged_directory(dest: Path) -> Iterator[Path]:
         remove_tree(staging)
         _remove_made(made)
         raise
+
+
+def replace_with_backups(root: Path, writes: Sequence[tuple[str, bytes | None]], doing: str) -> tuple[str, list[str]]:
+    """Write every file of ``writes`` into ``root`` (``None`` removes it), all or nothing.
+
+    Every new file is first staged under ``.bundler/backups/``, so that nothing is touched
+    until all of them could be written; then every file that exists is copied byte for byte
+    under ``.bundler/backups/<stamp>/``, and the staged files are moved in. On any failure or
+    interrupt, every file is put back and the backups and staging removed: the project is
+    left as it was. Returns the backup folder (relative to ``root``) and the paths changed.
+    """
+    root = Path(root)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    backups, number = root / BACKUP_DIR / stamp, 1
+    while backups.exists() or backups.with_name(backups.name + ".staging").exists():
+        number += 1
+        backups = root / BACKUP_DIR / f"{stamp}-{number}"
+    staging = backups.with_name(backups.name + ".staging")
+    made = [p for p in (root / ".bundler", root / BACKUP_DIR) if not p.exists()]
+    moved: list[tuple[str, bool]] = []  # (path, existed), each noted before it is touched
+    try:
+        for relative, data in writes:
+            if data is not None:
+                atomic_write_bytes(staging / relative, data)
+        for relative, _ in writes:
+            if (root / relative).exists():
+                (backups / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(root / relative, backups / relative)
+        for relative, data in writes:
+            moved.append((relative, (root / relative).exists()))
+            _move_in(root / relative, None if data is None else staging / relative, made)
+    except BaseException as error:
+        _put_back(root, moved, backups, staging, made)
+        if isinstance(error, OSError):
+            raise from_os_error(error, f"{doing} put every file back") from None
+        raise
+    remove_tree(staging)
+    return str(backups.relative_to(root)), [relative for relative, _ in writes]
+
+
+def _move_in(target: Path, staged: Path | None, made: list[Path]) -> None:
+    if staged is None:
+        target.unlink(missing_ok=True)
+        return
+    made.extend(parent for parent in reversed(target.parents) if not parent.exists())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        os.chmod(staged, target.stat().st_mode & 0o7777)  # a replaced file keeps its permissions
+    os.replace(staged, target)
+
+
+def _put_back(root: Path, moved: list[tuple[str, bool]], backups: Path, staging: Path, made: list[Path]) -> None:
+    for relative, existed in reversed(moved):
+        if existed:
+            shutil.copy2(backups / relative, root / relative)
+        else:
+            (root / relative).unlink(missing_ok=True)
+    for folder in (backups, staging):
+        if folder.exists():
+            remove_tree(folder)
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def remove_tree(folder: Path) -> None:

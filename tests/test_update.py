@@ -49,12 +49,9 @@ def new_project(tmp_path: Path, name: str = "example") -> Path:
 
 def newer_template(tmp_path: Path, version: str = "3") -> Path:
     """A copy of the installed template with its version raised and changes in the files a user edits and in others."""
-    template = tmp_path / f"template-{version}"
-    shutil.copytree(resource_path("template"), template)
+    template = raised(resource_path("template"), tmp_path / f"template-{version}", version)
     context = json.loads((template / "cookiecutter.json").read_text())
-    context["_template_version"] = version
-    context["new_question"] = "a default"
-    (template / "cookiecutter.json").write_text(json.dumps(context, indent=2))
+    (template / "cookiecutter.json").write_text(json.dumps({**context, "new_question": "a default"}, indent=2))
     root = template / SLUG
     edit(root / "config/pilot.json", '"min_chars": 40', '"min_chars": 20')
     edit(root / "README.md", "(template version 2)", "(template version 3)")
@@ -159,33 +156,51 @@ def before_text(project: Path, report: dict, path: str) -> str:
     return (project / report["backup_dir"] / path).read_text()
 
 
-def test_an_interrupted_update_leaves_the_project_as_it_was(edited):
-    project, template = edited
-    before = hashes(project)
-    # The real CLI, interrupted (Ctrl-C) at the third file moved into the project.
-    interrupting = (
-        "import os, sys\n"
+def interrupted_update(project: Path, template: Path, how: str) -> subprocess.CompletedProcess:
+    """The real CLI, stopped at the third file moved into the project: by Ctrl-C, or killed outright."""
+    stop = "raise KeyboardInterrupt" if how == "ctrl-c" else "os.kill(os.getpid(), signal.SIGKILL)"
+    program = (
+        "import os, signal, sys\n"
         "from bundler import fsutil\n"
         "real, calls = os.replace, []\n"
         "def replace(source, target):\n"
-        "    calls.append(target)\n"
+        "    if '.bundler/backups' not in str(target):  # a move into the project, not a file staged\n"
+        "        calls.append(target)\n"
         "    if len(calls) == 3:\n"
-        "        raise KeyboardInterrupt\n"
+        f"        {stop}\n"
         "    real(source, target)\n"
         "fsutil.os.replace = replace\n"
         "from bundler.cli import main\n"
         "sys.argv = ['bundler', *sys.argv[1:]]\n"
         "main()\n"
     )
-    completed = subprocess.run(
-        [sys.executable, "-c", interrupting, "update", str(project), "--template", str(template)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ},
-    )
+    command = [sys.executable, "-c", program, "update", str(project), "--template", str(template)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+def test_an_interrupted_update_leaves_the_project_as_it_was(edited):
+    project, template = edited
+    before = hashes(project)
+    completed = interrupted_update(project, template, "ctrl-c")
     assert completed.returncode == 130, completed.stderr
     assert hashes(project) == before and not (project / ".bundler/backups").exists()
+
+
+def test_an_update_killed_half_way_is_put_back_by_the_next_one(edited, tmp_path):
+    project, template = edited
+    before = hashes(project)
+    assert interrupted_update(project, template, "kill").returncode == -9
+    half = hashes(project)
+    assert [path for path in before if not path.startswith(".bundler") and half.get(path) != before[path]]  # half written
+    assert run_cli("update", str(project), "--template", str(template), "--dry-run").returncode == 3
+    completed = run_cli("update", str(project), "--template", str(template), "--json")
+    assert completed.returncode == 1, completed.stderr
+    assert len(json.loads(completed.stdout)["put_back"]) == 1 and "interrupted update was undone" in completed.stderr
+    twin = new_project(tmp_path / "twin")
+    user_edits(twin)
+    assert run_cli("update", str(twin), "--template", str(template)).returncode == 1
+    own = {path: digest for path, digest in hashes(project).items() if not path.startswith(".bundler")}
+    assert own == {path: digest for path, digest in hashes(twin).items() if not path.startswith(".bundler")}
 
 
 def test_check_reports_a_template_older_than_the_installed_one(tmp_path):
@@ -264,3 +279,42 @@ def test_the_stored_render_never_reaches_the_build_context(tmp_path):
     project = new_project(tmp_path)
     included = collect(project).included
     assert "README.md" in included and not [path for path in included if path.startswith(".bundler/")]
+
+
+def raised(source: Path, dest: Path, version: str) -> Path:
+    shutil.copytree(source, dest)
+    context = json.loads((dest / "cookiecutter.json").read_text())
+    (dest / "cookiecutter.json").write_text(json.dumps({**context, "_template_version": version}, indent=2))
+    return dest
+
+
+def test_binary_files_are_never_merged_and_dropped_files_go_only_when_unchanged(tmp_path):
+    project = new_project(tmp_path)
+    three = raised(resource_path("template"), tmp_path / "t3", "3")
+    (three / SLUG / "assets").mkdir()
+    (three / SLUG / "assets/logo.bin").write_bytes(b"\x89PNG\0\0one")
+    assert run_cli("update", str(project), "--template", str(three)).returncode == 0
+    assert (project / "assets/logo.bin").read_bytes() == b"\x89PNG\0\0one"
+
+    (project / "assets/logo.bin").write_bytes(b"\x89PNG\0\0mine")
+    (project / ".gitignore").write_text((project / ".gitignore").read_text() + "mine/\n")
+    (project / "TODO.md").write_text("our list\n")
+    four = raised(three, tmp_path / "t4", "4")
+    (four / SLUG / "assets/logo.bin").write_bytes(b"\x89PNG\0\0two")
+    (four / SLUG / ".gitignore").unlink()
+    (four / SLUG / "requirements.in").unlink()
+    (four / SLUG / "TODO.md").write_text("the template's list\n")
+    completed = run_cli("update", str(project), "--template", str(four), "--json")
+    assert completed.returncode == 1, completed.stderr
+    kinds = {c["path"]: (c["kind"], c["written"]) for c in json.loads(completed.stdout)["changes"]}
+    assert kinds == {
+        ".gitignore": ("kept", None),
+        "TODO.md": ("conflict", None),
+        "assets/logo.bin": ("beside", "assets/logo.bin.template-4"),
+        "requirements.in": ("removed", None),
+    }
+    assert (project / "assets/logo.bin").read_bytes() == b"\x89PNG\0\0mine"
+    assert (project / "assets/logo.bin.template-4").read_bytes() == b"\x89PNG\0\0two"
+    assert (project / ".gitignore").read_text().endswith("mine/\n") and not (project / "requirements.in").exists()
+    todo = (project / "TODO.md").read_text()
+    assert resolved(todo, "yours") == "our list\n" and resolved(todo, "template") == "the template's list\n"

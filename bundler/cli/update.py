@@ -34,6 +34,8 @@ def register(app: typer.Typer) -> None:
         out = Output(json_output)
         result = update(project, template=template, dry_run=dry_run)
         document = {"ok": True, "dry_run": dry_run, **result.as_dict()}
+        for folder in result.put_back:
+            out.say(f"An interrupted update was undone first: every file it had written put back from {folder}/.")
         if result.status == "current":
             out.say(f"{result.root} is already at template {result.new_version}: nothing to change.")
             out.result(document)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bundler import __version__
 from bundler.errors import ProjectFileError, UsageError
-from bundler.fsutil import read_json, replace_with_backups
+from bundler.fsutil import put_back_unfinished, read_json, replace_with_backups
 from bundler.scaffold import (
     ANSWERS_FILE,
     answers_record,
@@ -48,6 +48,7 @@ class UpdateResult:
     changes: list[Change] = field(default_factory=list)
     backup_dir: str | None = None
     git_dirty: bool | None = None  # None: not a git work tree, or git could not tell
+    put_back: list[str] = field(default_factory=list)  # interrupted updates undone first (their backup folders)
 
     @property
     def conflicts(self) -> list[Change]:
@@ -64,11 +65,20 @@ class UpdateResult:
             "conflicts": [change.path for change in self.conflicts],
             "backup_dir": self.backup_dir,
             "git_dirty": self.git_dirty,
+            "put_back": self.put_back,
         }
 
 
 def update(project: Path | None, *, template: Path | None = None, dry_run: bool = False) -> UpdateResult:
     root = Path(project or ".").absolute()
+    unfinished = put_back_unfinished(root, apply=False) if root.is_dir() else []
+    if unfinished and dry_run:
+        raise ProjectFileError(
+            f"an update of {root} was interrupted and left {unfinished[0]}: the project is half written.",
+            hint="Run bundler update without --dry-run: it puts every file back first, then updates.",
+            path=root / unfinished[0],
+        )
+    put_back_unfinished(root)
     record = read_record(root)
     answers, old_version = record["answers"], record["template_version"]
     template = check_template(template)
@@ -83,7 +93,7 @@ def update(project: Path | None, *, template: Path | None = None, dry_run: bool 
     validate_answers(new_answers, target=False)
     base_files, base_source = old_render(root, record)
     new_files = _rendered(new_answers, template)
-    result = UpdateResult(root, old_version, new_version, "current", base_source, git_dirty=_git_dirty(root))
+    result = UpdateResult(root, old_version, new_version, "current", base_source, git_dirty=_git_dirty(root), put_back=unfinished)
     if new_version == old_version and new_files == base_files:
         return result
     theirs, untouchable = read_user_files(root, set(base_files) | set(new_files))

@@ -151,6 +151,12 @@ def test_every_user_edit_survives_and_every_template_change_lands(edited, tmp_pa
     assert again.returncode == 0, again.stderr
     assert "already at template 3" in again.stderr and hashes(project) == after
 
+    four = raised(template, tmp_path / "template-4", "4")
+    unresolved = run_cli("update", str(project), "--template", str(four))
+    assert unresolved.returncode == 3 and "still holds the conflict markers" in unresolved.stderr and hashes(project) == after
+    (project / "src/example/model.py").write_text(resolved(model, "yours"))
+    assert run_cli("update", str(project), "--template", str(four)).returncode == 0
+
 
 def before_text(project: Path, report: dict, path: str) -> str:
     return (project / report["backup_dir"] / path).read_text()
@@ -271,6 +277,12 @@ def test_bad_input_is_one_paragraph_and_an_exit_code(tmp_path):
     archive.write_bytes(archive.read_bytes() + b"x")
     damaged = run_cli("update", str(project), "--template", str(newer))
     assert damaged.returncode == 3 and "sha256" in damaged.stderr
+    outside = tmp_path / "outside"
+    shutil.move(project / ".bundler", outside)
+    (project / ".bundler").symlink_to(outside)
+    kept = hashes(outside)
+    linked = run_cli("update", str(project), "--template", str(newer))
+    assert linked.returncode == 3 and "symbolic link" in linked.stderr and hashes(outside) == kept
 
 
 def test_the_stored_render_never_reaches_the_build_context(tmp_path):

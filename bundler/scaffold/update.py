@@ -12,6 +12,7 @@ The user's files are read from the working tree, so uncommitted changes count as
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from bundler import __version__
 from bundler.errors import ProjectFileError, UsageError
-from bundler.fsutil import put_back_unfinished, read_json, replace_with_backups
+from bundler.fsutil import BACKUP_DIR, put_back_unfinished, read_json, replace_with_backups
 from bundler.scaffold import (
     ANSWERS_FILE,
     answers_record,
@@ -71,14 +72,7 @@ class UpdateResult:
 
 def update(project: Path | None, *, template: Path | None = None, dry_run: bool = False) -> UpdateResult:
     root = Path(project or ".").absolute()
-    unfinished = put_back_unfinished(root, apply=False) if root.is_dir() else []
-    if unfinished and dry_run:
-        raise ProjectFileError(
-            f"an update of {root} was interrupted and left {unfinished[0]}: the project is half written.",
-            hint="Run bundler update without --dry-run: it puts every file back first, then updates.",
-            path=root / unfinished[0],
-        )
-    put_back_unfinished(root)
+    unfinished = _put_back_interrupted(root, dry_run)
     record = read_record(root)
     answers, old_version = record["answers"], record["template_version"]
     template = check_template(template)
@@ -96,29 +90,68 @@ def update(project: Path | None, *, template: Path | None = None, dry_run: bool 
     result = UpdateResult(root, old_version, new_version, "current", base_source, git_dirty=_git_dirty(root), put_back=unfinished)
     if new_version == old_version and new_files == base_files:
         return result
+    _refuse_unresolved(root, record)
     theirs, untouchable = read_user_files(root, set(base_files) | set(new_files))
     sides = Sides(base_files, theirs, new_files, frozenset(untouchable), old_version, new_version)
     result.changes = plan(sides, lambda path: (root / path).exists() or path in new_files or path in base_files)
     result.status = "planned"
-    if dry_run:
-        return result
+    if not dry_run:
+        result.backup_dir = _write(result, record, new_answers, new_files)
+        result.status = "updated"
+    return result
+
+
+def _write(result: UpdateResult, record: dict, new_answers: dict, new_files: dict[str, bytes]) -> str:
+    """The plan, the new stored render and the answers file, all moved in or none; the backup folder."""
     archive = stored_base.pack(new_files)
     created = record.get("created") if isinstance(record.get("created"), str) else None
-    document = answers_record(new_answers, new_version, stored_base.record(archive), created=created)
+    document = answers_record(new_answers, result.new_version, stored_base.record(archive), created=created)
+    document["conflicts"] = [change.path for change in result.conflicts]  # refused next time while still marked
     writes = _writes(result.changes) + [
         (stored_base.BASE_FILE, archive),
         (ANSWERS_FILE, (json.dumps(document, indent=2) + "\n").encode("utf-8")),
     ]
-    result.backup_dir, _ = replace_with_backups(root, writes, "bundler update")
-    result.status = "updated"
-    return result
+    backup_dir, _ = replace_with_backups(result.root, writes, "bundler update")
+    return backup_dir
+
+
+def _put_back_interrupted(root: Path, dry_run: bool) -> list[str]:
+    """An update killed half way is undone before anything else (a dry run refuses instead: it writes nothing)."""
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a folder.", hint="Name the project folder, or run bundler update inside it.", path=root)
+    for name in (".bundler", BACKUP_DIR, ANSWERS_FILE, stored_base.BASE_FILE):
+        if (root / name).is_symlink():
+            raise ProjectFileError(
+                f"{root / name} is a symbolic link; bundler update never reads or writes through one.",
+                hint="Replace the link by the folder or file itself.",
+                path=root / name,
+            )
+    unfinished = put_back_unfinished(root, apply=False)
+    if unfinished and dry_run:
+        raise ProjectFileError(
+            f"an update of {root} was interrupted and left {unfinished[0]}: the project is half written.",
+            hint="Run bundler update without --dry-run: it puts every file back first, then updates.",
+            path=root / unfinished[0],
+        )
+    return put_back_unfinished(root)
+
+
+def _refuse_unresolved(root: Path, record: dict) -> None:
+    """The conflicts the last update marked must be resolved before another merge marks them again."""
+    listed = record.get("conflicts") if isinstance(record.get("conflicts"), list) else []
+    for relative in (str(path) for path in listed):
+        path = root / relative
+        if not path.is_symlink() and path.is_file() and re.search(rb"^<<<<<<< template ", path.read_bytes(), re.M):
+            raise ProjectFileError(
+                f"{path} still holds the conflict markers the last bundler update wrote.",
+                hint="Resolve each block between <<<<<<< template and >>>>>>> yours and remove the markers, then run bundler update.",
+                path=path,
+            )
 
 
 def read_record(root: Path) -> dict:
     """.bundler-answers.json, checked: the template version and the answers it was rendered with."""
     path = root / ANSWERS_FILE
-    if not root.is_dir():
-        raise UsageError(f"{root} is not a folder.", hint="Name the project folder, or run bundler update inside it.", path=root)
     if not path.is_file():
         what = "it has a bundle.toml (a project adopted by `bundler init`, or made by hand)" if (root / "bundle.toml").is_file() else ""
         raise ProjectFileError(
@@ -196,9 +229,11 @@ def read_user_files(root: Path, paths: set[str]) -> tuple[dict[str, bytes], set[
 
 
 def _rendered(answers: dict, template: Path | None) -> dict[str, bytes]:
+    """The render's files; bundler's own (the answers file, .bundler/) are never a template's to write."""
     with tempfile.TemporaryDirectory(prefix="bundler-update-") as folder:
         render(Path(folder), answers, template)
-        return stored_base.read_tree(Path(folder))
+        files = stored_base.read_tree(Path(folder))
+    return {path: data for path, data in files.items() if path != ANSWERS_FILE and not path.startswith(".bundler/")}
 
 
 def _writes(changes: list[Change]) -> list[tuple[str, bytes | None]]:

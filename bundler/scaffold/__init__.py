@@ -227,9 +227,20 @@ def render(folder: Path, answers: dict, template: Path | None = None) -> None:
         rendered = generate_files(
             str(template), context={"cookiecutter": {**answers, **private}}, output_dir=render_dir, accept_hooks=False
         )
+        _drop_bytecode(Path(rendered))
         for child in Path(rendered).iterdir():
             shutil.move(str(child), Path(folder) / child.name)
     shutil.copytree(resource_path("diagnostics"), Path(folder) / "diagnostics", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _drop_bytecode(rendered: Path) -> None:
+    """Bytecode an installer compiled inside bundler's own template is no part of the project
+    (it carries the install path): it never reaches a new project."""
+    for path in sorted(rendered.rglob("*"), reverse=True):
+        if path.name == "__pycache__" and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.suffix in (".pyc", ".pyo") and path.is_file():
+            path.unlink()
 
 
 def check_destination(dest: Path) -> None:

@@ -330,3 +330,60 @@ def test_binary_files_are_never_merged_and_dropped_files_go_only_when_unchanged(
     assert (project / ".gitignore").read_text().endswith("mine/\n") and not (project / "requirements.in").exists()
     todo = (project / "TODO.md").read_text()
     assert resolved(todo, "yours") == "our list\n" and resolved(todo, "template") == "the template's list\n"
+
+
+def test_a_tampered_record_never_writes_outside_the_project(tmp_path):
+    import io
+    import tarfile
+
+    project = new_project(tmp_path)
+    answers = project / ".bundler-answers.json"
+    record = json.loads(answers.read_text())
+    answers.write_text(json.dumps({**record, "answers": {**record["answers"], "package_name": "../../escaped"}}))
+    newer = newer_template(tmp_path)
+    before = hashes(tmp_path)
+    completed = run_cli("update", str(project), "--template", str(newer))
+    assert completed.returncode == 2 and "package name" in completed.stderr and hashes(tmp_path) == before
+
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../outside.txt")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    (project / BASE_FILE).write_bytes(raw.getvalue())
+    digest = hashlib.sha256(raw.getvalue()).hexdigest()
+    answers.write_text(json.dumps({**record, "base": {"file": BASE_FILE, "sha256": digest}}))
+    before = hashes(tmp_path)
+    completed = run_cli("update", str(project), "--template", str(newer))
+    assert completed.returncode == 3 and "'../outside.txt'" in completed.stderr and hashes(tmp_path) == before
+
+
+def sides(base: dict, theirs: dict, ours: dict, untouchable: frozenset = frozenset()):
+    from bundler.scaffold.merge import Sides
+
+    def encoded(files: dict) -> dict:
+        return {path: text.encode() for path, text in files.items()}
+
+    return Sides(encoded(base), encoded(theirs), encoded(ours), untouchable, "2", "3")
+
+
+def kinds_of(changes) -> dict[str, tuple[str, str | None]]:
+    return {change.path: (change.kind, change.removes) for change in changes}
+
+
+def test_moves_follow_the_content_and_a_deleted_file_stays_away():
+    from bundler.scaffold.merge import plan
+
+    body = "".join(f"line {n}\n" for n in range(20))
+    base = {"a.py": body, "b.py": body.replace("line 1\n", "b\n"), "c.py": "c\n", "link.py": "l\n"}
+    ours = {"src/a.py": body.replace("line 19", "line 19 (template 3)"), "src/b.py": body.replace("line 1\n", "b\n"), "c.py": "c2\n"}
+    ours["link.py"] = "l2\n"
+    theirs = {"a.py": body.replace("line 0", "line 0 (yours)"), "c.py": "c2\n"}  # b.py deleted by the user
+    changes = plan(sides(base, theirs, ours, frozenset({"link.py"})), lambda path: False)
+    assert kinds_of(changes) == {
+        "src/a.py": ("moved", "a.py"),
+        "b.py": ("deleted", None),
+        "link.py": ("skipped", None),
+    }
+    moved = next(change for change in changes if change.path == "src/a.py")
+    assert moved.data == body.replace("line 0", "line 0 (yours)").replace("line 19", "line 19 (template 3)").encode()

@@ -146,6 +146,9 @@ def test_every_user_edit_survives_and_every_template_change_lands(edited, tmp_pa
         BASE_FILE,
     }
     assert all(after[f"{stamp}/{p}"] == before[p] for p in ("README.md", "plan.toml", "src/example/model.py"))
+    status = ["git", "status", "--porcelain", "--untracked-files=all"]
+    untracked = subprocess.run(status, cwd=project, capture_output=True, text=True, check=True).stdout
+    assert f"?? {BASE_FILE}" in untracked and ".bundler/backups" not in untracked  # the render is versioned, backups are not
 
     again = run_cli("update", str(project), "--template", str(template))
     assert again.returncode == 0, again.stderr

@@ -240,6 +240,14 @@ def test_a_project_made_before_the_stored_render_is_updated_from_its_version_re_
     del record["base"]
     answers.write_text(json.dumps(record))
     edit(project / "config/pilot.json", '"steps": 1,', '"steps": 3,')
+    before = hashes(project)
+    current = run_cli("update", str(project), "--json")  # the installed template: current, and its render stored now
+    assert current.returncode == 0 and json.loads(current.stdout)["stored"] is True, current.stderr
+    own = {path: digest for path, digest in before.items() if not path.startswith(".bundler")}
+    assert {path: digest for path, digest in hashes(project).items() if not path.startswith(".bundler")} == own
+    assert json.loads(answers.read_text())["base"]["sha256"] == hashlib.sha256((project / BASE_FILE).read_bytes()).hexdigest()
+    shutil.rmtree(project / ".bundler")
+    answers.write_text(json.dumps(record))
     completed = run_cli("update", str(project), "--template", str(newer_template(tmp_path)), "--json")
     assert completed.returncode == 0, completed.stderr
     report = json.loads(completed.stdout)

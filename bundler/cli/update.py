@@ -38,6 +38,8 @@ def register(app: typer.Typer) -> None:
             out.say(f"An interrupted update was undone first: every file it had written put back from {folder}/.")
         if result.status == "current":
             out.say(f"{result.root} is already at template {result.new_version}: nothing to change.")
+            if result.stored:
+                out.say("Its render is now stored in .bundler/template-base.tar.gz (commit it): later updates merge against it.")
             out.result(document)
             return
         out.say(f"{result.root}: template {result.old_version} -> {result.new_version} (base: {_base_words(result.base_source)}).")

@@ -50,6 +50,7 @@ class UpdateResult:
     backup_dir: str | None = None
     git_dirty: bool | None = None  # None: not a git work tree, or git could not tell
     put_back: list[str] = field(default_factory=list)  # interrupted updates undone first (their backup folders)
+    stored: bool = False  # a current project made before the archive: its render stored now
 
     @property
     def conflicts(self) -> list[Change]:
@@ -67,6 +68,7 @@ class UpdateResult:
             "backup_dir": self.backup_dir,
             "git_dirty": self.git_dirty,
             "put_back": self.put_back,
+            "stored": self.stored,
         }
 
 
@@ -89,6 +91,8 @@ def update(project: Path | None, *, template: Path | None = None, dry_run: bool 
     new_files = _rendered(new_answers, template)
     result = UpdateResult(root, old_version, new_version, "current", base_source, git_dirty=_git_dirty(root), put_back=unfinished)
     if new_version == old_version and new_files == base_files:
+        if base_source == "re-rendered" and not dry_run:  # stored now, so that a later bundler can still merge against it
+            result.backup_dir, result.stored = _write(result, record, answers, new_files), True
         return result
     _refuse_unresolved(root, record)
     theirs, untouchable = read_user_files(root, set(base_files) | set(new_files))

@@ -142,8 +142,8 @@ def _put_back_interrupted(root: Path, dry_run: bool) -> list[str]:
 
 def _refuse_unresolved(root: Path, record: dict) -> None:
     """The conflicts the last update marked must be resolved before another merge marks them again."""
-    listed = record.get("conflicts") if isinstance(record.get("conflicts"), list) else []
-    for relative in (str(path) for path in listed):
+    listed = record.get("conflicts")
+    for relative in (str(path) for path in (listed if isinstance(listed, list) else [])):
         path = root / relative
         if not path.is_symlink() and path.is_file() and re.search(rb"^<<<<<<< template ", path.read_bytes(), re.M):
             raise ProjectFileError(

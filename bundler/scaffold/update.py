@@ -145,6 +145,8 @@ def _refuse_unresolved(root: Path, record: dict) -> None:
     listed = record.get("conflicts")
     for relative in (str(path) for path in (listed if isinstance(listed, list) else [])):
         path = root / relative
+        if Path(relative).is_absolute() or ".." in Path(relative).parts:
+            continue  # a record never lists a path outside the project; nothing outside is read
         if not path.is_symlink() and path.is_file() and re.search(rb"^<<<<<<< template ", path.read_bytes(), re.M):
             raise ProjectFileError(
                 f"{path} still holds the conflict markers the last bundler update wrote.",

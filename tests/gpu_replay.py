@@ -29,7 +29,7 @@ from bdiag.stages import NAMES, collectives, compute, device
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
 FAKE_SMI = Path(__file__).resolve().parent / "fake_smi.py"
-TIME_SCALE = 0.05  # the fake tools' delays (2 s start-up, 200 ms ticks) shrunk twentyfold
+TIME_SCALE = 0.02  # the fake tools' delays (2 s start-up, 200 ms ticks) shrunk fiftyfold
 GB, MIB = 10**9, 1 << 20
 ARCHES = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]
 TORCH_FOR = {"11.8": "2.7.1+cu118", "12.1": "2.5.1+cu121", "12.4": "2.6.0+cu124", "12.6": "2.7.1+cu126"}
@@ -155,9 +155,7 @@ def _smi_state(rig: dict, count: int, fault: str) -> dict:
     gpus = []
     for index in range(count):
         fields = dict(HEALTHY_SMI, **rig["smi"])
-        fields.update(
-            uuid=f"GPU-{_uuid(index)}", index=str(index), name=rig["name"], driver_version=rig["driver"], pci_bus_id=f"00000000:{0x18 + 16 * index:02X}:00.0"
-        )
+        fields.update(uuid=f"GPU-{_uuid(index)}", index=str(index), name=rig["name"], driver_version=rig["driver"])
         fields["memory.total"] = str(rig["memory_mib"])
         gpus.append(fields)
     load = {
@@ -169,8 +167,8 @@ def _smi_state(rig: dict, count: int, fault: str) -> dict:
         "pcie.link.width.current": rig["smi"]["pcie.link.width.max"],
         "utilization.gpu": "100",
     }
-    idle = dict(load, **{"clocks_event_reasons.active": "0x0000000000000001", "clocks.sm": "345", "power.draw": "70.10", "utilization.gpu": "0"})
-    idle["pcie.link.gen.current"] = "1"  # cards downtrain their link at idle
+    idle = dict(load, **{"clocks_event_reasons.active": "0x0000000000000001", "clocks.sm": "345", "utilization.gpu": "0"})
+    idle.update({"power.draw": "70.10", "pcie.link.gen.current": "1"})  # cards downtrain their link at idle
     sampler = {"startup_s": 2.0, "idle_rows": 1, "idle": idle, "load": load, "per_gpu": {}}
     invalid = []
     _apply_fault(fault, gpus, sampler, invalid, rig)

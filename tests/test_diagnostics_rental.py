@@ -26,7 +26,7 @@ def gemm_samples(mask="0x0000000000000000", clock="1980", gen="5", width="16", c
 
 
 def compute_stage(state: dict | None = None, samples: list | None = None, **observed):
-    probe = gpu_probe(start_clock_sampler=object(), stop_clock_sampler=samples or gemm_samples(), **observed)
+    probe = gpu_probe(sample_under_load=samples or gemm_samples(), **observed)
     return run_stage(compute, make_checkup(probe, facts={"devices": [H200], "card_state": {UUID: state or {}}}))
 
 

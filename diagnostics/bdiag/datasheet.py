@@ -54,17 +54,30 @@ def card_row(card: str) -> dict | None:
 
 
 def names_card(card: str, device_name: str) -> bool:
-    """Whether a device is the ordered card: by the datasheet when it lists the card, else by its words."""
+    """Whether a device is the ordered card: by the datasheet when it lists the card, else by its words
+    ('A100 SXM' names 'NVIDIA A100-SXM4-80GB': a form factor without its generation number names them all)."""
     row = card_row(card)
     if row is not None:
         return match_gpu(device_name) is row
-    return bool(set(words(card)) - VENDOR_WORDS) and (set(words(card)) - VENDOR_WORDS) <= set(words(device_name))
+    wanted, have = set(words(card)) - VENDOR_WORDS, set(words(device_name))
+    return bool(wanted) and all(any(_word_names(word, other) for other in have) for word in wanted)
+
+
+def _word_names(wanted: str, word: str) -> bool:
+    """'sxm' names 'sxm4' and 'sxm5'; 'a10' does not name 'a100' (a word ending in a digit is whole)."""
+    return word == wanted or (not wanted[-1].isdigit() and word.startswith(wanted) and word[len(wanted) :].isdigit())
 
 
 def thresholds(row: dict | None) -> dict:
+    """The family's bars; a row that records what healthy cards measure sets its own GEMM bars from that."""
     table = data()["thresholds"]
     family = row.get("family") if row else None
-    return dict(table["default"], **table.get(family, {})) if family else dict(table["default"])
+    limits = dict(table["default"], **table.get(family, {})) if family else dict(table["default"])
+    healthy = (row or {}).get("gemm_healthy")
+    if healthy:
+        limits["gemm_pass"] = round(healthy["fraction"] * table["healthy_pass_fraction"], 3)
+        limits["gemm_warn"] = round(healthy["fraction"] * table["healthy_warn_fraction"], 3)
+    return limits
 
 
 def grade(fraction: float, pass_at: float, warn_at: float) -> str:

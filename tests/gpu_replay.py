@@ -86,6 +86,7 @@ FAULTS = {
 HEALTHY_VARIANTS = {
     "idle-downtrained": [("h100-sxm", 1), ("l4", 1), ("rtx4090", 1)],
     "driver-590": [("h100-sxm", 1), ("b200", 2)],
+    "no-smi-tool": [("h100-sxm", 2), ("mi300x", 2)],  # an image without nvidia-smi / rocm-smi: reported, not judged
 }
 
 
@@ -170,8 +171,10 @@ def _smi_state(rig: dict, count: int, fault: str) -> dict:
     idle = dict(load, **{"clocks_event_reasons.active": "0x0000000000000001", "clocks.sm": "345", "utilization.gpu": "0"})
     idle.update({"power.draw": "70.10", "pcie.link.gen.current": "1"})  # cards downtrain their link at idle
     sampler = {"startup_s": 2.0, "idle_rows": 1, "idle": idle, "load": load, "per_gpu": {}}
-    invalid = []
+    invalid = ["clocks_event_reasons.active"] if int(rig["driver"].split(".")[0]) < 535 else []
     _apply_fault(fault, gpus, sampler, invalid, rig)
+    for phase in (load, idle):  # the older name of the same field, which every driver answers
+        phase["clocks_throttle_reasons.active"] = phase["clocks_event_reasons.active"]
     texts = {"-L": "".join(f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})\n" for g in gpus)}
     topo = _topo_text(rig, count, fault)
     if topo is not None:
@@ -286,7 +289,7 @@ def write_state(scenario: Scenario, folder: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
     for tool, answers in state.items():
-        if answers is None:
+        if answers is None or scenario.fault == "no-smi-tool":
             continue
         shim = folder / tool
         shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "{FAKE_SMI}" {tool} "$@"\n', encoding="utf-8")

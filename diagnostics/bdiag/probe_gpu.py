@@ -24,6 +24,8 @@ SAMPLED = (
     "pcie.link.width.current",
     "utilization.gpu",
 )
+# Drivers before 535 know the event reasons by their older name only.
+SAMPLED_BEFORE_535 = ("clocks_throttle_reasons.active", *SAMPLED[1:])
 SAMPLE_INTERVAL_MS = 200
 MIN_SAMPLES = 5
 FIRST_LINE_TIMEOUT = 30.0  # nvidia-smi takes seconds to start on multi-GPU VMs
@@ -121,12 +123,12 @@ class GpuProbe:
         except OSError:
             return None
 
-    def start_clock_sampler(self, device: str | None):
+    def start_clock_sampler(self, device: str | None, fields: tuple = SAMPLED):
         """Start ``nvidia-smi -lms`` on the card (None without nvidia-smi)."""
         binary = shutil.which("nvidia-smi")
         if not binary:
             return None
-        command = [binary, f"--query-gpu={','.join(SAMPLED)}", "--format=csv,noheader,nounits", "-lms", str(SAMPLE_INTERVAL_MS)]
+        command = [binary, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", "-lms", str(SAMPLE_INTERVAL_MS)]
         if device:
             command += ["-i", device]
         try:
@@ -139,8 +141,16 @@ class GpuProbe:
 
         The load keeps running until nvidia-smi printed its first line, then for sample_seconds
         and at least MIN_SAMPLES lines: a GEMM of a few milliseconds alone ends before
-        nvidia-smi has started."""
-        sampler = self.start_clock_sampler(device)
+        nvidia-smi has started. A driver that refuses the fields is asked by their older names."""
+        for fields in (SAMPLED, SAMPLED_BEFORE_535):
+            samples = self._samples(device, burst, fields)
+            if samples is not None:
+                return samples
+        return []
+
+    def _samples(self, device: str | None, burst, fields: tuple) -> list | None:
+        """The rows nvidia-smi printed under load; None when it refused the query."""
+        sampler = self.start_clock_sampler(device, fields)
         if sampler is None:
             return []
         lines: list = []
@@ -165,7 +175,10 @@ class GpuProbe:
             sampler.kill()
             sampler.wait()
         reader.join(timeout=5)
-        return [[cell.strip() for cell in line.split(",")] for line in list(lines) if line.strip()]
+        rows = [[cell.strip() for cell in line.split(",")] for line in list(lines) if line.strip()]
+        if sampler.returncode not in (0, -15, -9) and not any(len(row) == len(fields) for row in rows):
+            return None  # 'Field ... is not a valid field to query.'
+        return [row for row in rows if len(row) == len(fields)]
 
     def gemm_burst(self, torch, device, dtype, n: int = 4096, repeats: int = 8) -> None:
         """A few GEMMs, waited for: the load sample_under_load keeps running."""

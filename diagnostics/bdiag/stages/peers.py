@@ -39,6 +39,8 @@ def check_links(checkup, result, count: int) -> None:
     if joins:
         result.values["topology"] = {f"{a}-{b}": how for (a, b), how in joins.items() if a < b}
         checkup.facts["pair_link"] = _pair_link(checkup, row, joins.get((0, 1)))
+    elif checkup.backend == "rocm" and link and not link["bridge"]:  # no rocm-smi: the OAM platform joins each pair by one link
+        checkup.facts["pair_link"] = _pair_link(checkup, row, "XGMI per the platform, rocm-smi not read")
     if link is None:
         result.note(f"{row['name'] if row else 'this card'} has no peer link: GPUs exchange data over PCIe")
         return

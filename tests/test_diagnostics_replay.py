@@ -66,6 +66,10 @@ def test_rocm_showtopo_reads_link_type_hops_and_weight():
         ("A10", "NVIDIA A100-SXM4-80GB", False),
         ("GH200", "NVIDIA GH200 480GB", True),
         ("H20", "NVIDIA H200", False),
+        ("H200 SXM 141GB", "NVIDIA H200", True),
+        ("H200 NVL 141GB", "NVIDIA H200", False),
+        ("H100", "NVIDIA H100 PCIe", True),
+        ("H100 PCIe 80GB", "NVIDIA H100 80GB HBM3", False),
     ],
 )
 def test_an_order_names_the_card_it_means(card_name, device_name, same):

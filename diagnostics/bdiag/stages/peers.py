@@ -38,9 +38,9 @@ def check_links(checkup, result, count: int) -> None:
     joins = _joins(checkup, devices)
     if joins:
         result.values["topology"] = {f"{a}-{b}": how for (a, b), how in joins.items() if a < b}
-        checkup.facts["pair_link"] = _pair_link(checkup, row, joins.get((0, 1)))
+        checkup.facts["pair_link"] = _pair_link(checkup, row, joins.get((0, 1)), (0, 1) not in missing)
     elif checkup.backend == "rocm" and link and not link["bridge"]:  # no rocm-smi: the OAM platform joins each pair by one link
-        checkup.facts["pair_link"] = _pair_link(checkup, row, "XGMI per the platform, rocm-smi not read")
+        checkup.facts["pair_link"] = _pair_link(checkup, row, "XGMI per the platform, rocm-smi not read", True)
     if link is None:
         result.note(f"{row['name'] if row else 'this card'} has no peer link: GPUs exchange data over PCIe")
         return
@@ -96,7 +96,7 @@ def _rocm_indices(environ, count: int) -> list:
     return list(range(count))
 
 
-def _pair_link(checkup, row: dict | None, how: str | None) -> dict | None:
+def _pair_link(checkup, row: dict | None, how: str | None, direct: bool) -> dict | None:
     """What one direction between GPU 0 and GPU 1 (the all_reduce's ranks) carries: their own links, not the card's aggregate."""
     if row is None or how is None:
         return None
@@ -110,9 +110,18 @@ def _pair_link(checkup, row: dict | None, how: str | None) -> dict | None:
         # MI300X-class boards: one xGMI link joins each pair; more hops still cross one link at a time
         return {"gb_s": round(link["gb_s"] / link["links"] / 2, 1), "over": f"one xGMI link between GPU 0 and GPU 1 ({how})"}
     if "pcie" in row:
-        gen, width = row["pcie"]["gen"], row["pcie"]["width"]
-        return {"gb_s": round(link_gb_s(gen, width), 1), "over": f"PCIe Gen{gen} x{width} ({how} between GPU 0 and GPU 1)"}
+        gb_s, over = _over_pcie(row, direct)
+        return {"gb_s": gb_s, "over": f"{over} ({how} between GPU 0 and GPU 1)"}
     return None
+
+
+def _over_pcie(row: dict, direct: bool) -> tuple[float, str]:
+    """One direction over PCIe: the link itself with peer access, half of it through host memory without
+    (GeForce cards: every byte crosses the link twice)."""
+    gen, width = row["pcie"]["gen"], row["pcie"]["width"]
+    if direct:
+        return round(link_gb_s(gen, width), 1), f"PCIe Gen{gen} x{width}"
+    return round(link_gb_s(gen, width) / 2, 1), f"host memory over PCIe Gen{gen} x{width} (no peer access: each byte crosses it twice)"
 
 
 def _per_link_gb_s(checkup, link: dict) -> float:
@@ -150,7 +159,7 @@ def judge_bus_bandwidth(checkup, result, bandwidth: float, world: int) -> None:
     elif linked:
         expected, over = checkup.facts.get("peer_link_gb_s", link["gb_s"]) / 2, link["name"]
     elif "pcie" in row:
-        expected, over = link_gb_s(row["pcie"]["gen"], row["pcie"]["width"]), f"PCIe Gen{row['pcie']['gen']} x{row['pcie']['width']}"
+        expected, over = _over_pcie(row, [0, 1] not in peers.get("without", []))
     else:
         return
     table = thresholds()

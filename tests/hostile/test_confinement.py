@@ -79,11 +79,13 @@ def test_the_price_list_lies_in_the_project(finished, catalog):
     assert_refused(run(["plan"], cwd=finished, watched=(finished.parent,)), 3, "lies outside the project folder")
 
 
-def test_bundler_and_the_pilot_agree_on_what_a_run_id_is(finished):
-    from bundler.evidence.runs import RUN_ID_RE
-
-    store = (finished / "src/example/evidence/store.py").read_text()
-    assert f"RUN_ID_RE = re.compile(r{RUN_ID_RE.pattern!r})" in store.replace('"', "'")
+@pytest.mark.parametrize("run_id", ["..", ".hidden", "a/b", "x" * 81, "run١", "good\n"])
+def test_bundler_and_the_pilot_refuse_the_same_run_ids(finished, run_id):
+    """One rule (contracts/runid.py, the pilot's generated copy): what one refuses, the other refuses."""
+    pilot = run(pilot_argv("--run-id", run_id), cwd=finished, env=pilot_env(finished))
+    assert pilot.code == 2 and "is not usable as a folder name" in pilot.stderr, pilot.stderr
+    argv = ["runs", "decide", "--decision", "launch", "--why", "x", "--project", str(finished), "--", run_id]
+    assert_refused(run(argv, cwd=finished), 2, "is not a run ID")
 
 
 @pytest.mark.parametrize(

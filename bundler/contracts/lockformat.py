@@ -7,6 +7,9 @@
   ``--hash=sha256:<64 hex>`` (or ``--hash sha256:…``). **sha256 only**: bundler writes
   sha256, the wheel cache addresses files by it and the image installs with it, so a hash
   of another algorithm (sha384, sha512) is refused by every reader, naming the line.
+- **The header** is the leading block of ``# key: value`` comment lines (``HEADER_KEYS``),
+  each value one line (``oneline.py``: a line break would end the comment and make the
+  rest a line pip reads).
 - **Rendering** a pin is the one way it is written (by `bundler lock` and by the build's
   rewrite of a source-built pin): the requirement, then one indented ``--hash`` per line.
 
@@ -18,7 +21,23 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from .oneline import one_line
+
 HASH_ALGORITHMS = ("sha256",)
+HEADER_KEYS = (
+    "target",
+    "target-json",
+    "build",
+    "torch-index",
+    "index-url",
+    "extra-index-url",
+    "base-image",
+    "bundler-version",
+    "resolver",
+    "input-sha256",
+    "body-sha256",
+)
+_HEADER_LINE = re.compile(r"^# ([a-z0-9-]+): (.*)$")
 _COMMENT = re.compile(r"(^|\s+)#.*$")
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _PIN = re.compile(
@@ -64,6 +83,24 @@ def logical_lines(text: str) -> list[LogicalLine]:
         if line:
             joined.append(LogicalLine(start, line))
     return joined
+
+
+def split_header(text: str) -> tuple[dict[str, str], str]:
+    """(header key -> value, body) of a lock; the header is the leading comment block."""
+    lines = text.splitlines()
+    fields: dict[str, str] = {}
+    index = 0
+    while index < len(lines) and lines[index].startswith("#"):
+        match = _HEADER_LINE.match(lines[index])
+        if match and match.group(1) in HEADER_KEYS:
+            fields[match.group(1)] = match.group(2).strip()
+        index += 1
+    return fields, "\n".join(lines[index:])
+
+
+def render_header(title: list[str], values: dict[str, str]) -> str:
+    """The header's lines: the title comments, then ``# key: value`` (NotOneLine for a value that is not one line)."""
+    return "\n".join([*(f"# {one_line(line)}" for line in title), *(f"# {key}: {one_line(value)}" for key, value in values.items())]) + "\n"
 
 
 def canonical_name(name: str) -> str:

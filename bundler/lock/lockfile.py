@@ -14,31 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.contracts.lockformat import LockFormatError, Pin, parse_body
-from bundler.contracts.oneline import NotOneLine, one_line
+from bundler.contracts.lockformat import LockFormatError, Pin, parse_body, render_header, split_header
+from bundler.contracts.oneline import NotOneLine, is_one_line
 from bundler.errors import LockError
 from bundler.fsutil import sha256_bytes
 
-HEADER_KEYS = (
-    "target",
-    "target-json",
-    "build",
-    "torch-index",
-    "index-url",
-    "extra-index-url",
-    "base-image",
-    "bundler-version",
-    "resolver",
-    "input-sha256",
-    "body-sha256",
-)
 TARGET_FIELDS = ("backend", "accelerator", "torch", "python", "platform", "torch_index")
 DEFAULT_TORCH_INDEX = "pytorch"
-_HEADER_LINE = re.compile(r"^# ([a-z0-9-]+): (.*)$")
 
 
 # ----- hashes ----------------------------------------------------------------------
@@ -106,33 +91,24 @@ def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
         "input-sha256": header.input_sha256,
         "body-sha256": body_hash(body),
     }
-    lines = [
-        f"# {name}: hashed lock written by `bundler lock`. Do not edit by hand: change",
-        "# requirements.in or bundle.toml [target] and run `bundler lock` again.",
+    title = [
+        f"{name}: hashed lock written by `bundler lock`. Do not edit by hand: change",
+        "requirements.in or bundle.toml [target] and run `bundler lock` again.",
     ]
-    for key, value in values.items():
-        try:
-            lines.append(f"# {key}: {one_line(value)}")
-        except NotOneLine as error:
-            raise LockError(
-                f"the lock's {key} would be {error}, which would break out of the lock's header comment.",
-                hint="Fix the value where it comes from (bundle.toml [target], requirements.in); it must be one line.",
-                value=value,
-            ) from None
-    return "\n".join(lines) + "\n" + body
+    try:
+        return render_header(title, values) + body
+    except NotOneLine as error:
+        key = next((key for key, value in values.items() if not is_one_line(value)), "name")
+        raise LockError(
+            f"the lock's {key} would be {error}, which would break out of the lock's header comment.",
+            hint="Fix the value where it comes from (bundle.toml [target], requirements.in); it must be one line.",
+            value=values.get(key, name),
+        ) from None
 
 
 def split_lock(text: str) -> tuple[dict[str, str], str]:
-    """(header key -> value, body) of a lock; the header is the leading comment block."""
-    lines = text.splitlines()
-    fields: dict[str, str] = {}
-    index = 0
-    while index < len(lines) and lines[index].startswith("#"):
-        match = _HEADER_LINE.match(lines[index])
-        if match and match.group(1) in HEADER_KEYS:
-            fields[match.group(1)] = match.group(2).strip()
-        index += 1
-    return fields, "\n".join(lines[index:])
+    """(header key -> value, body) of a lock (contracts/lockformat.py)."""
+    return split_header(text)
 
 
 def parse_header(fields: dict[str, str]) -> LockHeader | None:

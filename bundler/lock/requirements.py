@@ -218,19 +218,9 @@ class OptionOutcome:
     notes: list[str] = field(default_factory=list)
 
 
-def split_option(text: str) -> tuple[str, str]:
-    head, _, rest = text.partition(" ")
-    if "=" in head and head.startswith("--"):
-        head, _, value = head.partition("=")
-        return head, value.strip()
-    if head.startswith("-i") and len(head) > 2:
-        return "-i", head[2:]
-    return head, rest.strip()
-
-
 def handle_option(root: Path, line: SourceLine, build, outcome: OptionOutcome) -> None:
     """Apply one option line to ``outcome`` (or raise, naming the line)."""
-    option, value = split_option(line.text)
+    option, value = lockformat.option_value(line.text)
     where = line.where(root)
     if option in PASSED_THROUGH:
         outcome.lines.append(line.text)

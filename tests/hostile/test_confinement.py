@@ -104,3 +104,18 @@ def test_files_a_run_manifest_names_must_be_in_the_run(finished, change, words):
     assert_refused(outcome, 1, "manifest", json_mode=True)
     manifest_check = next(c for c in json.loads(outcome.stdout)["checks"] if c["name"] == "manifest")
     assert words in manifest_check["detail"]
+
+
+def test_an_export_leaves_the_runs_secrets_behind_and_names_them(finished, tmp_path):
+    """The run's .env, kaggle.json and .huggingface/token (contracts/secrets.py) never reach the copy."""
+    good = finished / "runs/good"
+    for name in (".env", "kaggle.json", ".huggingface/token"):
+        (good / name).parent.mkdir(parents=True, exist_ok=True)
+        (good / name).write_text("secret-value\n")
+    outcome = run(["runs", "export", str(good), str(tmp_path / "copy"), "--no-reload", "--json"], cwd=finished)
+    document = json.loads(outcome.stdout)
+    assert sorted(document["secrets_withheld"]) == [".env", ".huggingface/token", "kaggle.json"], outcome.stderr
+    copied = {path.relative_to(tmp_path / "copy").as_posix() for path in (tmp_path / "copy").rglob("*") if path.is_file()}
+    assert copied and not copied & {".env", "kaggle.json", ".huggingface/token"}
+    listed = (good / "SHA256SUMS").read_text().split()
+    assert not {".env", "kaggle.json", ".huggingface/token"} & set(listed) and "manifest.json" in listed

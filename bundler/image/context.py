@@ -44,6 +44,7 @@ DEFAULT_IGNORES = (
     ".cache",
     ".tox",
     "**/.DS_Store",
+    ".bundler",  # bundler's own state: backups of rewritten files, the stored template render
 )
 
 

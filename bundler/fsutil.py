@@ -9,8 +9,10 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,12 +130,38 @@ def naming(path: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """Inside, SIGTERM, SIGHUP and SIGQUIT interrupt as Ctrl-C does (KeyboardInterrupt), so every
+    cleanup of a staged write runs on any signal that can be caught; outside, their handlers are as before."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(number: int, _frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signal.Signals(number).name}")
+
+    previous = {number: signal.signal(number, interrupt) for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
 def staged_directory(dest: Path) -> Iterator[Path]:
     """Yield an empty staging folder beside ``dest``; it becomes ``dest`` only on success.
 
-    ``dest`` must not exist or be an empty folder. On any exception the staging folder
-    and any parent folder made for it are removed, and ``dest`` is left exactly as it was.
+    ``dest`` must not exist or be an empty folder. On any exception, and on any signal that
+    can be caught (`signals_interrupt`), the staging folder and any parent folder made for it
+    are removed, and ``dest`` is left exactly as it was.
     """
+    with signals_interrupt(), _staged(dest) as staging:
+        yield staging
+
+
+@contextlib.contextmanager
+def _staged(dest: Path) -> Iterator[Path]:
     dest = Path(dest)
     made = [parent for parent in reversed(dest.parents) if not parent.exists()]
     try:

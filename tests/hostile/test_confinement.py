@@ -80,7 +80,7 @@ def test_the_price_list_lies_in_the_project(finished, catalog):
 
 
 def test_bundler_and_the_pilot_agree_on_what_a_run_id_is(finished):
-    from bundler.evidence.runs import RUN_ID_RE
+    from bundler.evidence.runsfolder import RUN_ID_RE
 
     store = (finished / "src/example/evidence/store.py").read_text()
     assert f"RUN_ID_RE = re.compile(r{RUN_ID_RE.pattern!r})" in store.replace('"', "'")

@@ -59,3 +59,24 @@ def change_corpus(project: Path, document: str = "doc-05") -> None:
             entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
             entry["bytes"] = path.stat().st_size
     manifest_path.write_text(json.dumps(manifest, indent=2))
+
+
+def adopted(tmp_path: Path, entry: str, bundle_extra: str = "") -> Path:
+    """The smallest adopted repository: bundle.toml with an entry, a lock, a git checkout."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / "bundle.toml").write_text(
+        f'[project]\nname = "repo"\npackage = "repo"\nentry = {json.dumps(entry)}\n\n'
+        '[target]\nbackend = "cpu"\ntorch = "2.13.0"\npython = "3.11"\n' + bundle_extra
+    )
+    (project / "requirements-rebuild.txt").write_text("# lock\n")
+    (project / "train.py").write_text(
+        "import os, pathlib, sys, time\n"
+        "out = pathlib.Path(os.environ['BUNDLE_RUN_DIR'])\n"
+        "(out / 'metrics.json').write_text('{\"loss\": 0.5}')\n"
+        "print('trained'); sys.stdout.flush()\n"
+        "time.sleep(float(os.environ.get('SLOW', '0')))\n"
+    )
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "start"]):
+        subprocess.run(["git", *argv], cwd=project, check=True)
+    return project

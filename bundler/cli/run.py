@@ -13,7 +13,7 @@ from bundler.cli.output import Output
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("run", context_settings={"allow_interspersed_args": False})
+    @app.command("run")
     @handles_errors
     def run_command(
         args: Annotated[

@@ -12,10 +12,14 @@ pinned by its SHA256SUMS and the seal `bundler run` prints.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from bundler.fsutil import atomic_write_json, sha256_file
@@ -100,9 +104,10 @@ def code_state(root: Path, runs_dir: Path) -> dict:
         return {"revision": None, "dirty_sha256": _map_sha256(files), "files": files}
     revision = revision.decode().strip()
     pathspec = ["--", "."] + ([f":(exclude){excluded}"] if excluded else [])
-    diff = _git(root, "diff", "HEAD", "--binary", *pathspec) or b""
-    changed = (_git(root, "diff", "HEAD", "--name-only", "--relative", "-z", *pathspec) or b"").split(b"\0")
-    untracked = (_git(root, "ls-files", "--others", "--exclude-standard", "-z", *pathspec) or b"").split(b"\0")
+    with _scratch_index(root) as index:  # git diff refreshes the index it reads: it reads a copy, the checkout stays as it is
+        diff = _git(root, "diff", "HEAD", "--binary", *pathspec, index=index) or b""
+        changed = (_git(root, "diff", "HEAD", "--name-only", "--relative", "-z", *pathspec, index=index) or b"").split(b"\0")
+        untracked = (_git(root, "ls-files", "--others", "--exclude-standard", "-z", *pathspec, index=index) or b"").split(b"\0")
     files = {}
     for raw in sorted(set(changed + untracked) - {b""}):
         name = os.fsdecode(raw)
@@ -147,9 +152,23 @@ def _listed(names: list[str], shown: int = 5) -> str:
     return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
-def _git(root: Path, *args: str) -> bytes | None:
+@contextlib.contextmanager
+def _scratch_index(root: Path) -> Iterator[Path | None]:
+    found = _git(root, "rev-parse", "--path-format=absolute", "--git-path", "index")
+    index = Path(found.decode().strip()) if found else None
+    if index is None or not index.is_file():
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="bundler-index-") as scratch:
+        copy = Path(scratch) / "index"
+        shutil.copyfile(index, copy)
+        yield copy
+
+
+def _git(root: Path, *args: str, index: Path | None = None) -> bytes | None:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"} | ({"GIT_INDEX_FILE": str(index)} if index else {})
     try:
-        result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=60)
+        result = subprocess.run(["git", "--no-optional-locks", "-C", str(root), *args], capture_output=True, timeout=60, env=env)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout if result.returncode == 0 else None

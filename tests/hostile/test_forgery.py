@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.hostile.harness import assert_refused, run
-from tests.hostile.prepared import edit_json, project_copy
+from tests.hostile.prepared import edit_json, pilot_argv, pilot_env, project_copy
+from tests.runs_support import FAULTS, adopted
 
 
 @pytest.fixture
@@ -107,6 +108,38 @@ def test_an_export_destination_starting_with_a_dash_exports_a_valid_run(finished
     assert (finished / "-copy/manifest.json").is_file()
 
 
+# -- the pilot's own resume: one process per run folder, the code it started with ---------------
+@pytest.fixture
+def killed(tmp_path_factory, tmp_path):
+    return project_copy(tmp_path_factory, "killed", tmp_path)
+
+
+def test_a_second_resume_of_a_running_pilot_run_is_refused(killed):
+    first = subprocess.Popen(
+        [sys.executable, str(FAULTS), "pause:3", "example", "--config", "config/pilot.json", "--resume", "cut"],
+        cwd=killed,
+        env={**os.environ, **pilot_env(killed)},
+        stderr=subprocess.PIPE,
+    )
+    try:
+        predictions = killed / "runs/cut/predictions.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(predictions.read_bytes().splitlines() if predictions.exists() else []) < 2:
+            time.sleep(0.05)
+        second = run(pilot_argv("--resume", "cut"), cwd=killed, env=pilot_env(killed), watched=(killed / "runs",))
+        assert_refused(second, 5, "is being written by another process", f"PID {first.pid}")
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+
+
+def test_a_pilot_resume_after_the_model_changed_is_refused(killed):
+    model = killed / "src/example/model.py"
+    model.write_text(model.read_text() + "\n# retuned after the kill\n")
+    outcome = run(pilot_argv("--resume", "cut"), cwd=killed, env=pilot_env(killed), watched=(killed / "runs",))
+    assert_refused(outcome, 5, "model.py", "mix the predictions of two versions")
+
+
 # -- links and secrets in an export ---------------------------------------------------------------
 def test_export_never_copies_what_a_link_out_of_the_run_points_to(finished, tmp_path):
     secret = tmp_path / "token"
@@ -165,27 +198,6 @@ def test_sigterm_during_export_leaves_nothing(finished, tmp_path):
 
 
 # -- `bundler run`: any entry's evidence -----------------------------------------------------------
-def adopted(tmp_path: Path, entry: str) -> Path:
-    """The smallest adopted repository: bundle.toml with an entry, a lock, a git checkout."""
-    project = tmp_path / "repo"
-    project.mkdir()
-    (project / "bundle.toml").write_text(
-        f'[project]\nname = "repo"\npackage = "repo"\nentry = {json.dumps(entry)}\n\n'
-        '[target]\nbackend = "cpu"\ntorch = "2.13.0"\npython = "3.11"\n'
-    )
-    (project / "requirements-rebuild.txt").write_text("# lock\n")
-    (project / "train.py").write_text(
-        "import os, pathlib, sys, time\n"
-        "out = pathlib.Path(os.environ['BUNDLE_RUN_DIR'])\n"
-        "(out / 'metrics.json').write_text('{\"loss\": 0.5}')\n"
-        "print('trained'); sys.stdout.flush()\n"
-        "time.sleep(float(os.environ.get('SLOW', '0')))\n"
-    )
-    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "start"]):
-        subprocess.run(["git", *argv], cwd=project, check=True)
-    return project
-
-
 def test_bundler_run_gives_a_run_that_verify_accepts(tmp_path):
     project = adopted(tmp_path, "python train.py")
     outcome = run(["run", "--run-id", "one", "--json"], cwd=project)

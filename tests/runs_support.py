@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import run_pilot, scaffold_project
@@ -80,3 +82,32 @@ def adopted(tmp_path: Path, entry: str, bundle_extra: str = "") -> Path:
     for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "start"]):
         subprocess.run(["git", *argv], cwd=project, check=True)
     return project
+
+
+def running_run(project: Path, run_id: str, seconds: float = 30) -> subprocess.Popen:
+    """`bundler run --run-id RUN_ID` of train.py, once its output exists and while it sleeps ``seconds``."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bundler", "run", "--run-id", run_id],
+        cwd=project,
+        env={**os.environ, "SLOW": str(seconds)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    wait_for(project / "runs" / run_id / "out/metrics.json")
+    return process
+
+
+def killed_run(project: Path, run_id: str) -> int:
+    """A run whose machine went away: bundler and its entry SIGKILLed together; returns bundler's PID."""
+    process = running_run(project, run_id)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    return process.pid
+
+
+def wait_for(path: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not path.exists():
+        time.sleep(0.05)
+    assert path.exists(), path

@@ -14,37 +14,18 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from bundler.fsutil import sha256_file
 from tests.conftest import scaffold_project
 from tests.hostile.harness import assert_refused, run
-from tests.runs_support import adopted
+from tests.runs_support import adopted, killed_run, running_run
 
 PY = shlex.quote(sys.executable)
 
 
 def manifest_of(project: Path, run_id: str) -> dict:
     return json.loads((project / "runs" / run_id / "manifest.json").read_text())
-
-
-def start(project: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "bundler", "run", *args],
-        cwd=project,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-
-
-def wait_for(path: Path, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not path.exists():
-        time.sleep(0.05)
-    assert path.exists(), path
 
 
 def test_a_run_records_the_command_code_lock_parameters_inputs_and_outputs(tmp_path):
@@ -105,8 +86,7 @@ def test_a_command_after_the_separator_replaces_the_entry(tmp_path):
 
 def test_signals_are_forwarded_and_the_signal_recorded(tmp_path):
     project = adopted(tmp_path, f"{PY} train.py")
-    process = start(project, "--run-id", "cut", env={"SLOW": "30"})
-    wait_for(project / "runs/cut/out/metrics.json")
+    process = running_run(project, "cut")
     process.send_signal(signal.SIGTERM)  # to bundler only: it forwards to the entry's process group
     assert process.wait(timeout=30) == 128 + signal.SIGTERM
     manifest = manifest_of(project, "cut")
@@ -117,15 +97,12 @@ def test_signals_are_forwarded_and_the_signal_recorded(tmp_path):
 
 def test_a_killed_run_is_marked_on_the_next_run_and_resumes_when_nothing_changed(tmp_path):
     project = adopted(tmp_path, f"{PY} train.py")
-    process = start(project, "--run-id", "one", env={"SLOW": "30"})
-    wait_for(project / "runs/one/out/metrics.json")
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
+    pid = killed_run(project, "one")
     assert manifest_of(project, "one")["status"] == "running"  # what the killed process left
     second = run(["run", "--run-id", "two"], cwd=project)
     assert second.code == 0 and "Run one was killed" in second.stderr, second.stderr[-2000:]
     marked = manifest_of(project, "one")
-    assert marked["status"] == "killed" and f"PID {process.pid}" in marked["killed_holder"]
+    assert marked["status"] == "killed" and f"PID {pid}" in marked["killed_holder"]
     resumed = run(["run", "--resume", "one", "--json"], cwd=project)
     assert resumed.code == 0, resumed.stderr[-2000:]
     manifest = manifest_of(project, "one")
@@ -179,9 +156,8 @@ def test_refusals_before_anything_is_written(tmp_path):
 
 def test_a_run_is_held_by_one_process_and_a_complete_one_never_resumed(tmp_path):
     project = adopted(tmp_path, f"{PY} train.py")
-    process = start(project, "--run-id", "one", env={"SLOW": "30"})
+    process = running_run(project, "one")
     try:
-        wait_for(project / "runs/one/out/metrics.json")
         holder = json.loads((project / "runs/one/.lock").read_text())
         assert holder["pid"] == process.pid
         summary = run(["runs", "summary", "--json"], cwd=project)

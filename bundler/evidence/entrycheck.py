@@ -67,8 +67,9 @@ def check_exit(run_dir: Path, manifest: dict) -> Check:
         holder = runlock.read_holder(run_dir)
         return Check("run_status", False, f"still running ({holder.describe() if holder else 'held'}): not finished yet")
     if state == "killed":
-        holder = manifest.get("killed_holder") or (runlock.read_holder(run_dir).describe() if runlock.read_holder(run_dir) else "")
-        return Check("run_status", False, f"killed: its process{' (' + holder + ')' if holder else ''} died before recording the end")
+        last = runlock.read_holder(run_dir)
+        who = str(manifest.get("killed_holder") or (last.describe() if last else ""))
+        return Check("run_status", False, f"killed: its process{' (' + who + ')' if who else ''} died before recording the end")
     code, sig = manifest.get("exit_code"), manifest.get("signal")
     if sig:
         return Check("run_status", False, f"the entry was ended by {sig}")
@@ -86,16 +87,20 @@ def check_outputs(run_dir: Path, manifest: dict) -> Check:
     out = run_dir / record.OUT_DIR
     problems = _compare_entries(out, outputs, prefix=f"{record.OUT_DIR}/")
     recorded = {entry.get("path") for entry in outputs if isinstance(entry, dict)}
-    added = [f"{record.OUT_DIR}/{e['path']}" for e in record.tree_entries(out) if e["path"] not in recorded] if out.is_dir() else []
+    added = (
+        [f"{record.OUT_DIR}/{e['path']}" for e in record.tree_entries(out, hashed=False) if e["path"] not in recorded]
+        if out.is_dir()
+        else []
+    )
     problems += named("added after the run", added)
     return verdict("outputs", problems, f"all {len(outputs)} outputs present with their recorded size and SHA-256")
 
 
 def check_recorded_files(run_dir: Path, manifest: dict) -> Check:
     problems = []
-    logs = manifest.get("logs") if isinstance(manifest.get("logs"), list) else []
+    logs = record.listed(manifest.get("logs"))
     problems += _compare_entries(run_dir, [e for e in logs if isinstance(e, dict) and e.get("sha256")], prefix="")
-    params = manifest.get("params") if isinstance(manifest.get("params"), list) else []
+    params = record.listed(manifest.get("params"))
     copies = [{**e, "path": e.get("copy")} for e in params if isinstance(e, dict)]
     problems += _compare_entries(run_dir, copies, prefix="")
     return verdict("recorded_files", problems, f"{len(logs)} logs and {len(params)} parameter copies match their SHA-256")
@@ -111,20 +116,19 @@ def check_project(manifest: dict, project: Path | None) -> Check:
 def project_differences(manifest: dict, root: Path, *, with_inputs: bool = True) -> list[str]:
     """What in the project differs from the run's record: lock, code, and (for a resume) parameters and inputs."""
     problems = []
-    lock = manifest.get("lock") if isinstance(manifest.get("lock"), dict) else {}
+    lock = record.table(manifest.get("lock"))
     name = lock.get("path")
     if isinstance(name, str) and record.inside(root, name):
         now = record.lock_state(root, name)
         if now["sha256"] != lock.get("sha256"):
-            problems.append(
-                f"the lock {name} differs from the run's (SHA-256 {str(lock.get('sha256'))[:12]}… recorded, {str(now['sha256'])[:12]}… now)"
-            )
+            before, after = str(lock.get("sha256"))[:12], str(now["sha256"])[:12]
+            problems.append(f"the lock {name} differs from the run's (SHA-256 {before}… recorded, {after}… now)")
     else:
         problems.append(f"the manifest names no lock file inside the project ({name!r})")
     problems += record.code_differences(manifest.get("code"), record.code_state(root, confined_runs_dir(root)), root)
     if with_inputs:
         for key in ("params", "inputs"):
-            entries = manifest.get(key) if isinstance(manifest.get(key), list) else []
+            entries = record.listed(manifest.get(key))
             problems += _compare_entries(root, [e for e in entries if isinstance(e, dict)], prefix="")
     return problems
 

@@ -36,6 +36,16 @@ CODE_SUFFIXES = (".py", ".sh", ".toml", ".cfg", ".ini", ".json", ".yaml", ".yml"
 TREE_LIMIT = 5000  # files hashed for the code state of a folder that is not a git checkout
 
 
+def listed(value: object) -> list:
+    """``value`` when it is a list, else an empty one (a manifest is read as the user left it)."""
+    return value if isinstance(value, list) else []
+
+
+def table(value: object) -> dict:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 # -- the seal -------------------------------------------------------------------------------
 def seal_of(manifest: dict) -> str:
     body = {key: value for key, value in manifest.items() if key != "seal"}
@@ -49,10 +59,10 @@ def write_manifest(run_dir: Path, manifest: dict) -> dict:
 
 
 # -- files ----------------------------------------------------------------------------------
-def tree_entries(folder: Path) -> list[dict]:
-    """Every file under ``folder`` with its size and SHA-256; a link is recorded as a link
-    (its target's text), never followed."""
-    entries = []
+def tree_entries(folder: Path, *, hashed: bool = True) -> list[dict]:
+    """Every file under ``folder`` with its size and SHA-256 (only its path without ``hashed``);
+    a link is recorded as a link (its target's text), never followed."""
+    entries: list[dict] = []
     for current, folders, files in os.walk(folder):
         here = Path(current)
         for name in sorted(folders):
@@ -65,7 +75,7 @@ def tree_entries(folder: Path) -> list[dict]:
             if path.is_symlink():
                 entries.append({"path": relative, "link": os.readlink(path)})
             elif path.is_file():
-                entries.append({"path": relative, "bytes": path.stat().st_size, "sha256": sha256_file(path)})
+                entries.append({"path": relative, "bytes": path.stat().st_size} | ({"sha256": sha256_file(path)} if hashed else {}))
     return sorted(entries, key=lambda entry: entry["path"])
 
 
@@ -98,11 +108,11 @@ def code_state(root: Path, runs_dir: Path) -> dict:
     non-ignored files, hashed, with each changed file's SHA-256 (so a later difference is named).
     Outside a git checkout: the SHA-256 of every code-like file."""
     excluded = _relative_or_none(runs_dir, root)
-    revision = _git(root, "rev-parse", "--verify", "HEAD")
-    if revision is None:
-        files = _plain_tree(root, excluded)
-        return {"revision": None, "dirty_sha256": _map_sha256(files), "files": files}
-    revision = revision.decode().strip()
+    head = _git(root, "rev-parse", "--verify", "HEAD")
+    if head is None:
+        plain = _plain_tree(root, excluded)
+        return {"revision": None, "dirty_sha256": _map_sha256(plain), "files": plain}
+    revision = head.decode().strip()
     pathspec = ["--", "."] + ([f":(exclude){excluded}"] if excluded else [])
     with _scratch_index(root) as index:  # git diff refreshes the index it reads: it reads a copy, the checkout stays as it is
         diff = _git(root, "diff", "HEAD", "--binary", *pathspec, index=index) or b""
@@ -133,8 +143,7 @@ def code_differences(recorded: object, now: dict, root: Path) -> list[str]:
             f"code revision {str(before)[:12]} recorded, the project is at {str(after)[:12]} now"
             + (f" (changed since: {_listed(names)})" if names else "")
         )
-    recorded_files = recorded.get("files") if isinstance(recorded.get("files"), dict) else {}
-    files = now.get("files") or {}
+    recorded_files, files = table(recorded.get("files")), table(now.get("files"))
     changed = sorted(name for name in set(recorded_files) | set(files) if recorded_files.get(name) != files.get(name))
     if changed:
         problems.append(f"files differ from the run's code: {_listed(changed)}")

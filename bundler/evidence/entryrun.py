@@ -29,6 +29,7 @@ from bundler.errors import ExistsError, ProjectFileError, UsageError
 from bundler.evidence import entryrecord as record
 from bundler.evidence import runlock
 from bundler.evidence.runsfolder import RUN_ID_RE, confined_runs_dir
+from bundler.fsutil import remove_tree
 
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 RESUMABLE = ("killed", "failed")
@@ -100,8 +101,12 @@ def run_entry(
     runs.mkdir(parents=True, exist_ok=True)
     if resume is None:
         run_dir.mkdir()
-        (run_dir / record.OUT_DIR).mkdir()
-        _copy_params(project.root, run_dir, manifest["params"])
+        try:
+            (run_dir / record.OUT_DIR).mkdir()
+            _copy_params(project.root, run_dir, manifest["params"])
+        except BaseException:  # a half-made run folder never stays behind
+            remove_tree(run_dir)
+            raise
     with runlock.hold(run_dir, run_dir.name):
         for earlier in manifest["attempts"]:
             earlier.setdefault("finished", "killed (the process never recorded its end)")
@@ -128,7 +133,7 @@ def mark_killed(runs: Path, *, skip: str = "") -> list[str]:
     """Every entry run that says "running" while nobody holds it is marked killed (its manifest resealed)."""
     from bundler.evidence.entrycheck import read_entry_manifest
 
-    marked = []
+    marked: list[str] = []
     if not runs.is_dir():
         return marked
     for run_dir in sorted(p for p in runs.iterdir() if p.is_dir() and not p.is_symlink() and p.name != skip):

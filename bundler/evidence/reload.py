@@ -54,9 +54,10 @@ def project_code(run_dir: Path, manifest: object, project: Path | None) -> tuple
             "reloaded only with the project's own code, never the run's copy (pass --project PROJECT)"
         )
     reload = manifest.get("reload") if isinstance(manifest, dict) else None
-    source = reload.get("model_source") if isinstance(reload, dict) else None
-    pure = PurePosixPath(source) if isinstance(source, str) else None
-    if pure is None or pure.is_absolute() or ".." in pure.parts or pure.suffix != ".py" or "\\" in source:
+    named = reload.get("model_source") if isinstance(reload, dict) else None
+    source = named if isinstance(named, str) else ""
+    pure = PurePosixPath(source)
+    if not source or pure.is_absolute() or ".." in pure.parts or pure.suffix != ".py" or "\\" in source:
         return "the manifest does not name the project's model (reload.model_source): the run was made by an older pilot"
     model = project / source
     if not model.is_file() or not model.resolve().is_relative_to(project.resolve()):

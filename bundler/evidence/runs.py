@@ -21,6 +21,7 @@ from pathlib import Path
 from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
 from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes
 from bundler.evidence.entryrecord import KIND as ENTRY_KIND
+from bundler.evidence.entryrecord import listed
 from bundler.evidence.runsfolder import project_of, run_folder, runs_dir
 from bundler.evidence.verify import Verification, verify_run
 from bundler.fsutil import atomic_write_text, naming, read_json, staged_directory, umask
@@ -257,7 +258,7 @@ def _duration(manifest: dict) -> float | None:
     """Seconds from the first attempt's start to the last one's end (a run of `bundler run`)."""
     from datetime import datetime
 
-    attempts = manifest.get("attempts") if isinstance(manifest.get("attempts"), list) else []
+    attempts = listed(manifest.get("attempts"))
     try:
         start, end = datetime.fromisoformat(attempts[0]["started"]), datetime.fromisoformat(attempts[-1]["finished"])
     except (IndexError, KeyError, TypeError, ValueError):

@@ -22,7 +22,7 @@ import pytest
 
 from tests.hostile.harness import assert_refused, run
 from tests.hostile.prepared import edit_json, pilot_argv, pilot_env, project_copy
-from tests.runs_support import FAULTS, adopted
+from tests.runs_support import FAULTS, adopted, killed_run, running_run
 
 
 @pytest.fixture
@@ -207,20 +207,14 @@ def test_bundler_run_gives_a_run_that_verify_accepts(tmp_path):
     assert verify.code == 0, verify.stderr[-1500:]
 
 
-def test_an_output_edited_after_the_run_is_named(tmp_path):
-    project = adopted(tmp_path, "python train.py")
-    assert run(["run", "--run-id", "one"], cwd=project).code == 0
+def _edit_output(project):
     (project / "runs/one/out/metrics.json").write_text('{"loss": 0.01}')
-    outcome = run(["runs", "verify", "runs/one", "--json"], cwd=project, watched=(project,))
-    assert_refused(outcome, 1, "not an accepted delivery", json_mode=True)
-    assert "metrics.json" in " ".join(failed_checks(outcome).values())
 
 
-def test_an_output_hash_forged_in_the_manifest_is_named(tmp_path):
-    project = adopted(tmp_path, "python train.py")
-    assert run(["run", "--run-id", "one"], cwd=project).code == 0
+def _forge_output_hash(project):
+    """The output edited and its recorded size and SHA-256 rewritten to match."""
+    _edit_output(project)
     metrics = project / "runs/one/out/metrics.json"
-    metrics.write_text('{"loss": 0.01}')
 
     def forge(manifest):
         for entry in manifest["outputs"]:
@@ -228,18 +222,22 @@ def test_an_output_hash_forged_in_the_manifest_is_named(tmp_path):
                 entry["sha256"], entry["bytes"] = sha256(metrics), metrics.stat().st_size
 
     edit_json(project / "runs/one/manifest.json", forge)
-    outcome = run(["runs", "verify", "runs/one", "--json"], cwd=project, watched=(project,))
-    assert_refused(outcome, 1, "not an accepted delivery", json_mode=True)
-    assert "manifest.json" in " ".join(failed_checks(outcome).values())
 
 
-def test_a_lock_changed_since_the_run_is_named(tmp_path):
+def _relock(project):
+    (project / "requirements-rebuild.txt").write_text("# another lock\n")
+
+
+@pytest.mark.parametrize(
+    "tamper, named",
+    [(_edit_output, "out/metrics.json"), (_forge_output_hash, "manifest.json"), (_relock, "requirements-rebuild.txt")],
+)
+def test_a_run_changed_after_it_ended_is_named(tmp_path, tamper, named):
     project = adopted(tmp_path, "python train.py")
     assert run(["run", "--run-id", "one"], cwd=project).code == 0
-    (project / "requirements-rebuild.txt").write_text("# another lock\n")
+    tamper(project)
     outcome = run(["runs", "verify", "runs/one", "--json"], cwd=project, watched=(project,))
-    assert_refused(outcome, 1, "not an accepted delivery", json_mode=True)
-    assert "requirements-rebuild.txt" in " ".join(failed_checks(outcome).values())
+    assert_refused(outcome, 1, "not an accepted delivery", named, json_mode=True)
 
 
 def test_an_existing_run_id_is_refused(tmp_path):
@@ -251,17 +249,8 @@ def test_an_existing_run_id_is_refused(tmp_path):
 
 def test_a_second_resume_of_a_running_run_is_refused(tmp_path):
     project = adopted(tmp_path, "python train.py")
-    first = subprocess.Popen(
-        [sys.executable, "-m", "bundler", "run", "--run-id", "one"],
-        cwd=project,
-        env={**os.environ, "SLOW": "20"},
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    first = running_run(project, "one")
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (project / "runs/one/out/metrics.json").exists():
-            time.sleep(0.05)
         outcome = run(["run", "--resume", "one", "--json"], cwd=project, watched=(project / "runs/one",))
         assert_refused(outcome, 5, str(first.pid), json_mode=True)
     finally:
@@ -271,18 +260,7 @@ def test_a_second_resume_of_a_running_run_is_refused(tmp_path):
 
 def test_a_killed_run_is_shown_as_killed(tmp_path):
     project = adopted(tmp_path, "python train.py")
-    first = subprocess.Popen(
-        [sys.executable, "-m", "bundler", "run", "--run-id", "one"],
-        cwd=project,
-        env={**os.environ, "SLOW": "20"},
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (project / "runs/one/out/metrics.json").exists():
-        time.sleep(0.05)
-    os.killpg(first.pid, signal.SIGKILL)  # the machine went away: bundler and the entry both
-    first.wait(timeout=30)
+    killed_run(project, "one")
     summary = run(["runs", "summary", "--json"], cwd=project)
     assert summary.code == 0, summary.stderr[-1500:]
     assert [(row["run_id"], row["status"]) for row in json.loads(summary.stdout)["runs"]] == [("one", "killed")]
@@ -292,18 +270,7 @@ def test_a_killed_run_is_shown_as_killed(tmp_path):
 
 def test_a_resume_after_the_code_changed_is_refused(tmp_path):
     project = adopted(tmp_path, "python train.py")
-    first = subprocess.Popen(
-        [sys.executable, "-m", "bundler", "run", "--run-id", "one"],
-        cwd=project,
-        env={**os.environ, "SLOW": "20"},
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (project / "runs/one/out/metrics.json").exists():
-        time.sleep(0.05)
-    os.killpg(first.pid, signal.SIGKILL)  # the machine went away: bundler and the entry both
-    first.wait(timeout=30)
+    killed_run(project, "one")
     (project / "train.py").write_text((project / "train.py").read_text() + "# edited\n")
     outcome = run(["run", "--resume", "one", "--json"], cwd=project, watched=(project / "runs",))
     assert_refused(outcome, 5, "train.py", json_mode=True)

@@ -21,7 +21,16 @@ from .store import utc_now
 
 LOCK_FILE = "requirements-rebuild.txt"
 # The files of a finished run whose SHA-256 the manifest records (`bundler runs verify` compares each)
-HASHED_FILES = ("inputs.json", "texts.json", "model.py", "reload.py", "checkpoint.pt", "predictions.jsonl", "rejections.jsonl", "summary.json")
+HASHED_FILES = (
+    "inputs.json",
+    "texts.json",
+    "model.py",
+    "reload.py",
+    "checkpoint.pt",
+    "predictions.jsonl",
+    "rejections.jsonl",
+    "summary.json",
+)
 CODE_FILES = ("model.py", "reload.py")
 TEXTS_FILE = "texts.json"
 

@@ -269,7 +269,7 @@ def _close_killed_attempt(manifest: dict, run_dir: Path) -> None:
     attempt = manifest["attempts"][-1]
     if "seconds" in attempt:
         return
-    newest = max(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file())
+    newest = max(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file() and p.name != store.LOCK_FILE)  # the resume's own lock is new
     attempt["seconds"] = round(max(0.0, newest - datetime.fromisoformat(attempt["started"]).timestamp()), 3)
     attempt["finished"] = "killed (estimated from the newest file)"
 

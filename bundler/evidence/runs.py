@@ -9,6 +9,7 @@ names a folder of runs/ and nothing else; the runs folder lies inside the projec
 
 from __future__ import annotations
 
+import errno
 import getpass
 import json
 import math
@@ -131,6 +132,7 @@ def _export_plan(run_dir: Path, secret: Callable[[str, Path | None], bool]) -> E
             if secret(relative, path if path.is_file() and not path.is_symlink() else None):
                 plan.withheld.append(relative)
             elif path.is_symlink():
+                _refuse_a_loop(run_dir, path)
                 plan.links[relative] = os.readlink(path)
             elif path.is_dir():
                 plan.folders.append(relative)
@@ -138,6 +140,20 @@ def _export_plan(run_dir: Path, secret: Callable[[str, Path | None], bool]) -> E
                 plan.files.append(relative)
         folders[:] = sorted(name for name in folders if (here / name).relative_to(run_dir).as_posix() in plan.folders)
     return plan
+
+
+def _refuse_a_loop(run_dir: Path, link: Path) -> None:
+    """A link that leads back to itself is no evidence of anything: refused, named (a dangling link
+    or one out of the run is kept as the link it is)."""
+    try:
+        os.stat(link)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ProjectFileError(
+                f"{link} is a link loop ({os.readlink(link)!r} leads back to itself): the run {run_dir} cannot be exported as it is.",
+                hint="Remove the link or point it at a file of the run, then export again; nothing was written.",
+                path=link,
+            ) from None
 
 
 def _copy(run_dir: Path, staging: Path, plan: ExportPlan) -> None:

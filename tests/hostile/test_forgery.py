@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,6 +77,20 @@ def test_a_model_py_in_the_run_is_never_imported(finished, tmp_path):
     outcome = run(["runs", "verify", "runs/good", "--json"], cwd=finished, watched=(finished,))
     assert not marker.exists(), "verify imported model.py from the run folder"
     assert_refused(outcome, 1, "model.py", json_mode=True)
+
+
+def test_a_copy_outside_its_project_reloads_only_with_trusted_code(finished, tmp_path):
+    marker = tmp_path / "imported"
+    copy = tmp_path / "elsewhere" / "good"
+    shutil.copytree(finished / "runs/good", copy)
+    model = copy / "model.py"
+    model.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n" + model.read_text())
+    edit_json(copy / "manifest.json", lambda m: m["sha256"].update({"model.py": sha256(model)}))
+    alone = run(["runs", "verify", str(copy), "--json"], cwd=tmp_path, watched=(copy,))
+    assert not marker.exists(), "verify imported the copy's model.py"
+    assert_refused(alone, 1, "is not bundler's template model", "--project PROJECT", json_mode=True)
+    with_project = run(["runs", "verify", str(copy), "--project", str(finished), "--json"], cwd=tmp_path, watched=(copy,))
+    assert not marker.exists() and with_project.code == 0, with_project.stdout[-2000:]  # the project's own model reloads it
 
 
 def test_an_edited_copy_of_the_inputs_is_named(finished):

@@ -91,6 +91,7 @@ class Bundle:
     lock: str = "requirements-rebuild.txt"
     size_budget_mb: int = 3000
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
+    inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
 
     @property
     def path(self) -> Path:
@@ -204,7 +205,7 @@ _EXTENSION_KEYS = {"name", "module", "compile", "check"}
 
 
 def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
-    _check_keys(path, "", data, set(_SECTIONS) | {"extensions"})
+    _check_keys(path, "", data, set(_SECTIONS) | {"extensions", "inputs"})
     for section, keys in _SECTIONS.items():
         if section not in ("build", "diagnostics") and section not in data:
             raise ProjectFileError(
@@ -246,7 +247,48 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
         size_budget_mb=budget,
         extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
+        inputs=_inputs(root, path, data.get("inputs", {})),
     )
+
+
+def _inputs(root: Path, path: Path, table: object) -> dict[str, str]:
+    """[inputs]: each name an identifier, each value a file or folder path inside the project."""
+    if not isinstance(table, dict):
+        raise ProjectFileError(
+            f"{path}: [inputs] must be a table.", hint='Write [inputs] with lines like train = "data/train.csv".', path=path
+        )
+    for name, value in table.items():
+        if not name.isidentifier():
+            raise ProjectFileError(
+                f"{path}: [inputs] name {name!r} is not a plain name.",
+                hint="Use letters, digits and '_', e.g. train.",
+                path=path,
+                value=name,
+            )
+        if not isinstance(value, str) or not _project_relative(root, value):
+            raise ProjectFileError(
+                f"{path}: [inputs] {name} = {value!r} is not a path inside the project.",
+                hint=f'Name the input relative to the project folder, e.g. {name} = "data/{name}.csv".',
+                path=path,
+                value=value if isinstance(value, str) else repr(value),
+            )
+    return dict(table)
+
+
+def _project_relative(root: Path, value: str) -> bool:
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(value).parts
+    if (
+        not parts
+        or value.startswith(("/", "~"))
+        or "\\" in value
+        or "\0" in value
+        or ".." in parts
+        or any(c in value for c in "\n\r\x85\u2028\u2029")
+    ):
+        return False
+    return (root / value).resolve().is_relative_to(root.resolve())
 
 
 def _lock_name(root: Path, path: Path, value: object) -> str:

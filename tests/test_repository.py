@@ -17,6 +17,7 @@ from tests.conftest import REPO
 FLOORS = (
     ("bundler.__main__",),
     ("bundler.cli",),
+    ("bundler.adopt",),
     ("bundler.portability",),
     ("bundler.diagnose", "bundler.jobs"),
     ("bundler.image",),

@@ -59,10 +59,11 @@ def include_target(line: SourceLine) -> str | None:
     return match.group(2) if match else None
 
 
-def read_lines(root: Path) -> list[SourceLine]:
-    """requirements.in's lines with every include expanded in place (ProjectFileError on a bad one)."""
+def read_lines(root: Path, name: str = REQUIREMENTS_IN) -> list[SourceLine]:
+    """The lock's input (requirements.in, or the file bundle.toml's [build] requirements names) with
+    every include expanded in place (ProjectFileError on a bad one)."""
     root = Path(root).resolve()
-    first = root / REQUIREMENTS_IN
+    first = root / name
     if not first.is_file():
         raise ProjectFileError(
             f"{first} not found: bundler lock resolves the project's direct dependencies from it.",
@@ -127,7 +128,7 @@ def _read(path: Path) -> str:
         raise ProjectFileError(f"{path} is not UTF-8 text (byte {error.start}).", hint="Save it as UTF-8.", path=path) from None
 
 
-def input_text(root: Path) -> str | None:
+def input_text(root: Path, name: str = REQUIREMENTS_IN) -> str | None:
     """What the lock's input hash covers: requirements.in, then each included file and each
     project wheel it names (their path and content). None without requirements.in.
 
@@ -135,13 +136,13 @@ def input_text(root: Path) -> str | None:
     `bundler lock` names the problem.
     """
     root = Path(root).resolve()
-    first = root / REQUIREMENTS_IN
+    first = root / name
     if not first.is_file():
         return None
     text = first.read_text(encoding="utf-8", errors="replace")
     extra = []
     try:
-        lines = read_lines(root)
+        lines = read_lines(root, name)
     except ProjectFileError as error:
         return text + f"\0unreadable include: {error.message}"
     for path in sorted({line.path for line in lines} - {first}):

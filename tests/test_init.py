@@ -243,3 +243,17 @@ def test_poetry_labels_and_alternatives():
     assert translate("^2.1.0+cu121") == (">=2.1.0,<3.0.0", "cu121")
     with pytest.raises(NotTranslatable):
         translate("^1.0 || ^2.0")
+
+
+def test_lock_reads_the_projects_own_requirements_file_and_its_includes(tmp_path, indexed):
+    own = {"requirements.txt": "-r requirements/common.txt\njinja2>=3\n", "requirements/common.txt": "numpy>=1.26\n"}  # the fake index's
+    root = write_shape(tmp_path / "own", "requirements", own)
+    assert adopt(root, "--cpu", "--torch", "2.9.1", "--python", "3.11")[0].returncode == 0
+    locked = run_cli("lock", str(root), "--json")
+    assert locked.returncode == 0, locked.stderr
+    lock = (root / "requirements-rebuild.txt").read_text()
+    assert "jinja2==3.1.6" in lock and "numpy==2.1.0" in lock and "torch==2.9.1+cpu" in lock
+    assert "requirements.txt does not list torch; torch==2.9.1+cpu is added from the Target." in json.loads(locked.stdout)["notes"]
+    (root / "requirements" / "common.txt").write_text("numpy>=1.26,<3\n")  # an include edited: the lock is stale
+    items = {item["name"]: item for item in json.loads(run_cli("check", str(root), "--json").stdout)["items"]}
+    assert items["lock present and fresh"]["status"] == "fail" and "stale" in items["lock present and fresh"]["detail"]

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from bundler.cli.options import JsonFlag, ProjectArg, handles_errors
+from bundler.cli.options import JsonFlag, handles_errors
 from bundler.cli.output import Output
 
 
@@ -17,7 +17,10 @@ def register(app: typer.Typer) -> None:
     @app.command("init")
     @handles_errors
     def init_command(
-        project: ProjectArg = None,
+        project: Annotated[
+            Optional[Path],
+            typer.Argument(help="The repository to adopt (default: the current folder).", show_default=False, readable=False),
+        ] = None,
         cuda: Annotated[
             Optional[str], typer.Option("--cuda", metavar="VER", help="Target CUDA version, e.g. 12.8.", show_default=False)
         ] = None,

@@ -53,12 +53,12 @@ def line_name(line: str) -> str:
     return canonicalize_name(match.group(1)) if match else ""
 
 
-def compile_input(root: Path, companions: dict[str, str], target: Target, build, name: str = REQUIREMENTS_IN) -> CompiledInput:
+def compile_input(root: Path, companions: dict[str, str], target: Target, build, input_name: str = REQUIREMENTS_IN) -> CompiledInput:
     """requirements.in (with its includes) for the Target, or the first line that cannot be locked."""
     root = Path(root).resolve()
     result, options = CompiledInput(), OptionOutcome()
     companion_lines: dict[str, SourceLine] = {}
-    for line in read_lines(root, name):
+    for line in read_lines(root, input_name):
         if line.text.startswith("-") and not line.text.startswith(("-e", "--editable")):
             handle_option(root, line, build, options)
             continue
@@ -93,7 +93,7 @@ def compile_input(root: Path, companions: dict[str, str], target: Target, build,
         result.lines.append(_companion(root, line, requirement, name, companions[name], target, result.notes))
     if "torch" not in companion_lines:
         result.lines.insert(0, f"torch=={companions['torch']}")
-        result.notes.append(f"{name} does not list torch; torch=={companions['torch']} is added from the Target.")
+        result.notes.append(f"{input_name} does not list torch; torch=={companions['torch']} is added from the Target.")
         _add_direct(result, "torch")
     result.lines = options.lines + result.lines
     result.notes = options.notes + result.notes

@@ -163,7 +163,8 @@ def find_project(project: Path | None) -> Path:
     if not (root / BUNDLE_FILE).is_file():
         raise ProjectFileError(
             f"{root / BUNDLE_FILE} not found: {root} is not a bundler project.",
-            hint="Pass the project folder (the one holding bundle.toml), or create one with `bundler new DEST`.",
+            hint="Pass the project folder (the one holding bundle.toml), adopt this folder with `bundler init`, "
+            "or create one with `bundler new DEST`.",
             path=root / BUNDLE_FILE,
         )
     return root.resolve()

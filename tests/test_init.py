@@ -257,3 +257,15 @@ def test_lock_reads_the_projects_own_requirements_file_and_its_includes(tmp_path
     (root / "requirements" / "common.txt").write_text("numpy>=1.26,<3\n")  # an include edited: the lock is stale
     items = {item["name"]: item for item in json.loads(run_cli("check", str(root), "--json").stdout)["items"]}
     assert items["lock present and fresh"]["status"] == "fail" and "stale" in items["lock present and fresh"]["detail"]
+
+
+def test_a_line_break_inside_a_value_never_becomes_a_line_of_a_written_file(tmp_path):
+    pyproject = SHAPES["poetry"]["pyproject.toml"].replace('tqdm = "~4.66"', 'tqdm = "~4.66"\n"evil\\u2028--index-url" = "*"')
+    root = write_shape(tmp_path / "lb", "poetry", {"pyproject.toml": pyproject})
+    result, data = adopt(root, "--cpu", "--entry", "python -m poetpkg.train\u2028--evil")
+    assert result.returncode == 0, result.stderr
+    written = (root / "requirements.in").read_text()
+    assert not any(line.startswith(("--index-url", "evil")) for line in written.splitlines())
+    assert any("holds a line break" in item for item in data["unreadable"])
+    assert load_bundle(root).entry == "python -m poetpkg.train\u2028--evil"  # a TOML value, escaped by tomlkit
+    assert all(not line.startswith("--evil") for line in (root / "bundle.toml").read_text().splitlines())

@@ -3,6 +3,7 @@ with every line's source, .dockerignore from the folder's own ignore rules."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import tomlkit
@@ -50,28 +51,41 @@ def bundle_toml(name: str, package: str, entry: str, entry_note: str, target: Ta
         document.add(tomlkit.comment(f"guessed: {_one_line(guess)}"))
     document.add(tomlkit.nl())
     project = tomlkit.table()
-    project.add("name", name)
-    project.add("package", package)
+    project.add("name", toml_string(name))
+    project.add("package", toml_string(package))
     if entry_note:
         project.add(tomlkit.comment(_one_line(entry_note)))
-    project.add("entry", entry)
+    project.add("entry", toml_string(entry))
     project["entry"].comment("run from the project root, in the image too")
     document.add("project", project)
     section = tomlkit.table()
     for key in ("backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest"):
-        section.add(key, getattr(target, key))
+        section.add(key, toml_string(getattr(target, key)))
     document.add("target", section)
     build = tomlkit.table()
     build.add("lock", "requirements-rebuild.txt")
     if requirements != REQUIREMENTS_IN:
-        build.add("requirements", requirements)
+        build.add("requirements", toml_string(requirements))
         build["requirements"].comment("the project's own requirements file: `bundler lock` reads it as it is")
     build.add("size_budget_mb", 3000)
     document.add("build", build)
     return tomlkit.dumps(document)
 
 
+def toml_string(value: str) -> object:
+    """A TOML basic string whose every Unicode line break (and DEL) is an escape, so the file keeps
+    one line per key whatever reads it; parsed back by tomlkit into its item."""
+    text = json.dumps(value, ensure_ascii=False)  # \", \\, \n, \t and \u00XX are TOML's escapes too
+    text = re.sub("[\x7f\x85\u2028\u2029]", lambda match: f"\\u{ord(match.group()):04x}", text)
+    return tomlkit.value(text)
+
+
 def requirements_in(source: SourceRead, reason: str) -> str:
+    """Each dependency on a line of its own with its source; one that would not stay one line
+    (a line break of any kind inside it) is written only as a comment, for the user to decide."""
+    broken = [d for d in source.dependencies if len(f"{d.line}\n".splitlines()) > 1]
+    source.dependencies = [d for d in source.dependencies if d not in broken]
+    source.unreadable += [f"{_one_line(d.origin)}: {d.line!r} holds a line break" for d in broken]
     lines = [
         f"# The lock's input, written by `bundler init` from {source.file}: {_one_line(reason)}.",
         "# Each line says where it came from. torch's build comes from bundle.toml [target].",
@@ -91,8 +105,9 @@ def dockerignore(layout: Layout, keep: list[str]) -> str:
     if from_git:
         lines += ["", "# from .gitignore", *from_git]
     lines += ["", "# caches", *CACHES, "", "# secrets and machine-specific values", *SECRETS]
-    if layout.left_out:
-        lines += ["", "# data, weights and run outputs the code does not name (remove a line to send it)", *layout.left_out]
+    left_out = [name for name in layout.left_out if len(f"{name}\n".splitlines()) == 1]  # a name is one line of the file
+    if left_out:
+        lines += ["", "# data, weights and run outputs the code does not name (remove a line to send it)", *left_out]
     patterns = clean_patterns(lines)
     needed = [name for name in keep if is_ignored(patterns, name)]
     if needed:

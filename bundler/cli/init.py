@@ -118,6 +118,12 @@ def _say(out: Output, adoption, dry_run: bool, findings: int, shown: str) -> Non
     out.say(f"  bundler paths {quoted}   # {findings} machine-specific path(s) found; --fix rewrites them")
     for command in ("check", "lock", "build"):
         out.say(f"  bundler {command} {quoted}")
+    package = adoption.sources.package
+    if package is not None and adoption.requirements == "requirements.in":
+        out.say(
+            f"  (to install {package.name or 'the package'} itself in the image, console scripts included: "
+            f"cd {quoted} && pip wheel --no-deps . -w wheels/, then add ./wheels/<the file>.whl to requirements.in before `bundler lock`)"
+        )
 
 
 def _document(adoption, dry_run: bool, findings: int) -> dict:

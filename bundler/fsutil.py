@@ -17,6 +17,8 @@ from pathlib import Path
 from bundler.errors import FileSystemError, ProjectFileError
 
 MAX_INT = 2**63 - 1  # TOML's integer range
+MAX_SHOWN_NAME = 120  # characters of a name kept in a temporary name beside it
+TOO_DEEP = "its brackets nest deeper than any document of this kind does"
 
 
 def _reject_constant(name: str) -> None:
@@ -24,8 +26,12 @@ def _reject_constant(name: str) -> None:
 
 
 def parse_json(text: str) -> object:
-    """JSON as the standard defines it: NaN and Infinity are refused, not read as floats."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """JSON as the standard defines it: NaN and Infinity are refused, not read as floats, and
+    nesting deeper than the parser can follow is a ValueError like any other malformed text."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 def read_json(path: Path, *, hint: str) -> object:
@@ -93,7 +99,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path = Path(path)
     with naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         with naming(path):
             with os.fdopen(fd, "wb") as handle:
@@ -116,13 +122,19 @@ def atomic_write_json(path: Path, data: object) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
+def temporary_prefix(path: Path) -> str:
+    """The hidden name a temporary file or staging folder beside ``path`` starts with: the name
+    cut short, so that a name at the file system's limit (255 bytes) still has room for it."""
+    return f".{Path(path).name[:MAX_SHOWN_NAME]}."
+
+
 @contextlib.contextmanager
 def naming(path: Path) -> Iterator[None]:
     """An OSError raised inside names ``path`` (what the user asked for), not a temporary name."""
     try:
         yield
     except OSError as error:
-        if error.filename is None or Path(error.filename).name.startswith(f".{Path(path).name}."):
+        if error.filename is None or Path(error.filename).name.startswith(temporary_prefix(path)):
             raise OSError(error.errno, error.strerror, str(path)) from None
         raise
 
@@ -140,7 +152,7 @@ def staged_directory(dest: Path) -> Iterator[Path]:
         with naming(dest):
             for parent in made:
                 parent.mkdir()
-            staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
+            staging = Path(tempfile.mkdtemp(prefix=temporary_prefix(dest), suffix=".partial", dir=dest.parent))
     except OSError as error:
         _remove_made(made)
         if error.errno == errno.ENOENT and dest.parent.is_dir():  # /proc, /sys: the folder exists but takes no new entries

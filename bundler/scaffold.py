@@ -186,12 +186,23 @@ def scaffold(dest: Path, answers: dict) -> Scaffolded:
         rendered = generate_files(
             str(resource_path("template")), context={"cookiecutter": {**answers, **private}}, output_dir=render_dir, accept_hooks=False
         )
+        _drop_bytecode(Path(rendered))
         for child in Path(rendered).iterdir():
             shutil.move(str(child), staging / child.name)
         shutil.copytree(resource_path("diagnostics"), staging / "diagnostics", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         atomic_write_json(staging / ANSWERS_FILE, _answers_record(answers))
     files = sum(1 for p in dest.rglob("*") if p.is_file())
     return Scaffolded(dest=dest, answers=answers, files=files)
+
+
+def _drop_bytecode(rendered: Path) -> None:
+    """Bytecode an installer compiled inside bundler's own template is no part of the project
+    (it carries the install path): it never reaches a new project."""
+    for path in sorted(rendered.rglob("*"), reverse=True):
+        if path.name == "__pycache__" and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.suffix in (".pyc", ".pyo") and path.is_file():
+            path.unlink()
 
 
 def check_destination(dest: Path) -> None:

@@ -46,9 +46,11 @@ def _package(source: SourceRead, name: str, value: object, indexes: dict[str, st
         return
     version = str(table.get("version", "*")).strip()
     specifier = "" if version in ("*", "") else version if version[0] in "<>=!~" else f"=={version}"
-    extras = table.get("extras") or []
+    listed = table.get("extras")
+    extras = [str(extra) for extra in listed] if isinstance(listed, list) else []
     markers = str(table.get("markers", "")).strip()
     line = name + (f"[{','.join(extras)}]" if extras else "") + specifier + (f"; {markers}" if markers else "")
     source.dependencies.append(Dependency(line, where))
-    if table.get("index") in indexes:
-        source.notes.append(f"{where} comes from index {table['index']!r} ({indexes[table['index']]})")
+    index = str(table.get("index", ""))
+    if index in indexes:
+        source.notes.append(f"{where} comes from index {index!r} ({indexes[index]})")

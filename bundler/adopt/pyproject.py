@@ -96,7 +96,8 @@ def _poetry_dependency(source: SourceRead, name: str, item: object, where: str, 
     except NotTranslatable as error:
         source.unreadable.append(f"{where} {name}: {error}")
         return
-    extras = table.get("extras") or []
+    listed = table.get("extras")
+    extras = [str(extra) for extra in listed] if isinstance(listed, list) else []
     markers = [str(table["markers"])] if table.get("markers") else []
     if table.get("python"):
         try:

@@ -125,7 +125,8 @@ def _value(source: SourceRead, keywords: dict[str, ast.expr], key: str, names: d
 
 def _console_scripts(lines: object) -> dict[str, str]:
     scripts = {}
-    for line in [lines] if isinstance(lines, str) else lines or []:
+    items = [lines] if isinstance(lines, str) else list(lines) if isinstance(lines, (list, tuple)) else []
+    for line in items:
         name, sep, target = str(line).partition("=")
         if sep and name.strip() and target.strip():
             scripts[name.strip()] = target.strip().split()[0]

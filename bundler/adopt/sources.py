@@ -92,7 +92,7 @@ def _meaning(specifier: str) -> frozenset:
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
-    meant = set()
+    meant: set[tuple[str, object, bool]] = set()
     for item in SpecifierSet(specifier):
         try:
             meant.add((item.operator, Version(item.version.rstrip(".*")), item.version.endswith(".*")))

@@ -269,3 +269,13 @@ def test_a_line_break_inside_a_value_never_becomes_a_line_of_a_written_file(tmp_
     assert any("holds a line break" in item for item in data["unreadable"])
     assert load_bundle(root).entry == "python -m poetpkg.train\u2028--evil"  # a TOML value, escaped by tomlkit
     assert all(not line.startswith("--evil") for line in (root / "bundle.toml").read_text().splitlines())
+
+
+def test_a_gitignore_rule_that_would_drop_tracked_code_is_not_carried_over(tmp_path):
+    root = write_shape(
+        tmp_path / "lib", "requirements", {".gitignore": "lib/\n*.log\n", "tiny/lib/ops.py": "X = 1\n", "tiny/__init__.py": ""}
+    )
+    assert adopt(root, "--cpu")[0].returncode == 0
+    from bundler.image.context import collect
+
+    assert "tiny/lib/ops.py" in collect(root).included and "**/*.log" in (root / ".dockerignore").read_text()

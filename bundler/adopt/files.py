@@ -101,7 +101,7 @@ def dockerignore(layout: Layout, keep: list[str]) -> str:
     """A new .dockerignore: run outputs, version control, the .gitignore's exclusions, caches,
     secrets, and the data and weights the code does not name; what bundler needs re-included."""
     lines = ["# The build context of `bundler build`: the repository as it is, less what follows.", "runs/", ".git/"]
-    from_git = [pattern for pattern in (_from_gitignore(line) for line in layout.gitignore) if pattern]
+    from_git = [pattern for pattern in (_from_gitignore(line) for line in layout.gitignore) if pattern and not _drops_code(pattern, layout)]
     if from_git:
         lines += ["", "# from .gitignore", *from_git]
     lines += ["", "# caches", *CACHES, "", "# secrets and machine-specific values", *SECRETS]
@@ -113,6 +113,22 @@ def dockerignore(layout: Layout, keep: list[str]) -> str:
     if needed:
         lines += ["", "# bundler's own files, which the image needs", *(f"!{name}" for name in needed)]
     return "\n".join(lines) + "\n"
+
+
+def _drops_code(pattern: str, layout: Layout) -> bool:
+    """A .gitignore rule that matches Python files the repository has (git keeps tracked files it
+    ignores): left out of .dockerignore, so that no code of the repository is dropped from the image."""
+    from docker.utils.build import PatternMatcher
+
+    if pattern.startswith("!"):
+        return False
+    matcher = PatternMatcher([pattern])
+    return any(matcher.matches(prefix) for name in layout.python_files for prefix in _prefixes(name))
+
+
+def _prefixes(relative: str) -> list[str]:
+    parts = relative.split("/")
+    return ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
 
 
 def missing_ignores(existing: str) -> list[str]:

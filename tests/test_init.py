@@ -279,3 +279,11 @@ def test_a_gitignore_rule_that_would_drop_tracked_code_is_not_carried_over(tmp_p
     from bundler.image.context import collect
 
     assert "tiny/lib/ops.py" in collect(root).included and "**/*.log" in (root / ".dockerignore").read_text()
+
+
+def test_modules_the_code_imports_that_no_requirement_provides_are_named(tmp_path):
+    code = "import os\nimport psutil\nimport yaml\nimport helpers\ntry:\n    import fancy\nexcept ImportError:\n    fancy = None\n"
+    extra = {"train.py": code, "helpers.py": "", "requirements.txt": "pyyaml\n", "tests/test_x.py": "import pytest_only\n"}
+    result, data = adopt(write_shape(tmp_path / "u", "requirements", extra), "--cpu")
+    assert result.returncode == 0 and data["undeclared_imports"] == ["psutil (train.py:2)"]
+    assert "psutil (train.py:2)" in result.stderr

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.adopt import files
+from bundler.adopt.imports import undeclared
 from bundler.adopt.infer import Flags, Inferred, infer
 from bundler.adopt.model import SourceRead
 from bundler.adopt.sources import Sources, read_all
@@ -36,6 +37,7 @@ class Adoption:
     name: str
     package: str
     notes: list[str] = field(default_factory=list)
+    undeclared: list[str] = field(default_factory=list)  # modules the code imports that no requirement provides
 
 
 def adopt(project: Path, flags: Flags, *, entry: str | None = None, extras: list[str] | None = None, dry_run: bool = False) -> Adoption:
@@ -53,6 +55,7 @@ def adopt(project: Path, flags: Flags, *, entry: str | None = None, extras: list
     found_entry = find_entry(layout, sources, entry)
     adoption = Adoption(root, sources, inferred, layout, found_entry, "", Planned(), *_names(root, sources, layout))
     adoption.requirements = _plan_requirements(adoption)
+    adoption.undeclared = undeclared(root, layout, sources.chosen)
     _plan_files(adoption)
     if not dry_run:
         write(root, adoption.planned)

@@ -94,6 +94,10 @@ def _say(out: Output, adoption, dry_run: bool, findings: int, shown: str) -> Non
     ):
         for item in items:
             out.say(f"  {label}: {item}")
+    if adoption.undeclared:
+        out.say(
+            "  imported by the code, provided by no requirement (one may bring it along; if not, add it): " + ", ".join(adoption.undeclared)
+        )
     out.say(f"Target: {inferred.target.describe()}.")
     for label, items in (("stated", inferred.stated), ("adjusted", inferred.adjusted), ("guessed", inferred.guesses)):
         for item in items:
@@ -146,6 +150,7 @@ def _document(adoption, dry_run: bool, findings: int) -> dict:
         "unmapped": [i for s in sources.found for i in s.unmapped],
         "left_out": [i for s in sources.found for i in s.left_out],
         "disagreements": sources.disagreements,
+        "undeclared_imports": adoption.undeclared,
         "target": {k: getattr(inferred.target, k) for k in ("backend", "accelerator", "torch", "python", "platform", "base_image")},
         "stated": inferred.stated,
         "adjusted": inferred.adjusted,

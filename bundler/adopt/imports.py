@@ -43,14 +43,17 @@ def undeclared(root: Path, layout: Layout, source: SourceRead | None) -> list[st
 
 
 def _provided(source: SourceRead | None) -> set[str]:
-    names = {"torch", "torchvision", "torchaudio", "triton", "numpy", "pip", "setuptools", "pkg_resources"}  # the Target's, or the venv's
+    names = {"torch", "torchvision", "torchaudio", "triton", "numpy", "pip", "setuptools"}  # the Target's, or the environment's
     table = module_table()
     for dependency in source.dependencies if source else []:
         try:
-            name = canonicalize_name(Requirement(dependency.line).name)
+            requirement = Requirement(dependency.line)
         except InvalidRequirement:
             continue
+        name = canonicalize_name(requirement.name)
         names |= {name.replace("-", "_"), *(module.lower() for module in table.get(name, []))}
+        if name == "setuptools" and str(requirement.specifier) and not requirement.specifier.contains("82"):
+            names.add("pkg_resources")  # setuptools 82 dropped it: only a pin below 82 provides it
     return {name.lower() for name in names}
 
 

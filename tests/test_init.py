@@ -282,7 +282,10 @@ def test_a_gitignore_rule_that_would_drop_tracked_code_is_not_carried_over(tmp_p
 
 
 def test_modules_the_code_imports_that_no_requirement_provides_are_named(tmp_path):
-    code = "import os\nimport psutil\nimport yaml\nimport helpers\nfrom pkg_resources import parse_version\ntry:\n    import fancy\nexcept ImportError:\n    fancy = None\n"
+    code = (
+        "import os\nimport psutil\nimport yaml\nimport helpers\nfrom pkg_resources import parse_version\n"
+        "try:\n    import fancy\nexcept ImportError:\n    fancy = None\n"
+    )
     extra = {"train.py": code, "helpers.py": "", "requirements.txt": "pyyaml\n", "tests/test_x.py": "import pytest_only\n"}
     result, data = adopt(write_shape(tmp_path / "u", "requirements", extra), "--cpu")
     assert result.returncode == 0 and data["undeclared_imports"] == ["pkg_resources (train.py:5)", "psutil (train.py:2)"]

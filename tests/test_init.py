@@ -292,3 +292,14 @@ def test_modules_the_code_imports_that_no_requirement_provides_are_named(tmp_pat
     assert "psutil (train.py:2)" in result.stderr
     extra["requirements.txt"] = "pyyaml\npsutil\nsetuptools<82\n"
     assert adopt(write_shape(tmp_path / "v", "requirements", extra), "--cpu")[1]["undeclared_imports"] == []
+
+
+def test_a_script_inside_a_package_runs_as_a_module_and_next_steps_count_the_paths(tmp_path):
+    readme = "Train with `python tinypkg/train.py --steps 5`.\n"
+    root = write_shape(tmp_path / "m", "pep621", {"README.md": readme, "tinypkg/load.py": "DATA = '/home/alice/data/x.csv'\n"})
+    pyproject = (root / "pyproject.toml").read_text().replace('[project.scripts]\ntiny-train = "tinypkg.train:main"\n', "")
+    (root / "pyproject.toml").write_text(pyproject)
+    result, data = adopt(root, "--cpu")
+    assert result.returncode == 0 and data["entry"]["command"] == "python -m tinypkg.train" and data["path_findings"] == 1
+    assert f"bundler paths {root}   # 1 machine-specific path(s) found" in result.stderr
+    assert f"bundler lock {root}" in result.stderr

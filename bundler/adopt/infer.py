@@ -112,12 +112,8 @@ def _torch(hints: list[Hint], sources: Sources, table: CompatTable, flags: Flags
     known = table.torch_versions()
     if stated:
         wanted = stated[0].torch
-        result.stated.append(f"torch {wanted}: {stated[0].origin}")
-        if wanted in known:
-            return wanted
-        nearest = _nearest(known, wanted)
-        result.adjusted.append(f"torch {wanted} is not in the compatibility table; the nearest release it has, {nearest}, is taken")
-        return nearest
+        absent = f"torch {wanted} is not in the compatibility table; the nearest release it has, {{}}, is taken"
+        return _stated(result, f"torch {wanted}: {stated[0].origin}", wanted, known, absent)
     ranges = _torch_ranges(sources)
     fitting = [v for v in known if all(spec.contains(v, prereleases=True) for spec, _ in ranges)]
     choice = DEFAULT_TORCH if DEFAULT_TORCH in fitting or not fitting else fitting[-1]
@@ -205,12 +201,8 @@ def _python(hints: list[Hint], table: CompatTable, torch: str, flags: Flags, res
     ]
     if exact:
         wanted, origin = exact[0]
-        result.stated.append(f"Python {wanted}: {origin}")
-        if wanted in supported:
-            return wanted
-        nearest = _nearest(supported, wanted)
-        result.adjusted.append(f"torch {torch} has no wheels for Python {wanted}; the nearest Python it has, {nearest}, is taken")
-        return nearest
+        absent = f"torch {torch} has no wheels for Python {wanted}; the nearest Python it has, {{}}, is taken"
+        return _stated(result, f"Python {wanted}: {origin}", wanted, supported, absent)
     choice = DEFAULT_PYTHON if DEFAULT_PYTHON in fits else (fits[-1] if fits else _nearest(supported, DEFAULT_PYTHON))
     if ranges:
         result.stated.append(f"Python {', '.join(str(s) for s, _ in ranges)}: {', '.join(o for _, o in ranges)}")
@@ -221,6 +213,16 @@ def _python(hints: list[Hint], table: CompatTable, torch: str, flags: Flags, res
         f"Python {choice}" + (" (the newest that fits the stated range)" if ranges and choice != DEFAULT_PYTHON else " (bundler's default)")
     )
     return choice
+
+
+def _stated(result: Inferred, said: str, wanted: str, known: list[str], absent: str) -> str:
+    """What the project states, when the table has it; else the nearest it has, said (``absent`` names it)."""
+    result.stated.append(said)
+    if wanted in known:
+        return wanted
+    nearest = _nearest(known, wanted)
+    result.adjusted.append(absent.format(nearest))
+    return nearest
 
 
 def _refuse_contradiction(what: str, stated: list[tuple[str, str]]) -> None:

@@ -1,6 +1,6 @@
 """requirements*.txt: the project's own requirement files, read as `bundler lock` reads them.
 
-The lock's reader (bundler/lock/includes.py) follows ``-r`` includes inside the project
+The lock's reader (bundler/lock/requirements.py) follows ``-r`` includes inside the project
 and joins continuations; what it refuses (an include outside the project, a loop) is
 said here the same way. The file chosen is the one `bundler lock` will then read
 through bundle.toml's ``[build] requirements``.
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from bundler.adopt.model import Dependency, SourceRead
-from bundler.lock.includes import include_target, read_lines
+from bundler.lock.requirements import include_target, read_lines
 
 # The file a project installs from, first match wins; any other requirements*.txt that is
 # not for development, tests or documentation comes after these.

@@ -10,6 +10,7 @@ import tomlkit
 
 from bundler.adopt.model import SourceRead
 from bundler.adopt.survey import Layout
+from bundler.contracts.secrets import SECRET_PATTERNS
 from bundler.image.context import clean_patterns, is_ignored
 from bundler.target.bundle import Target
 
@@ -25,21 +26,8 @@ CACHES = [
     "**/.mypy_cache/",
     "*.bak",
 ]
-SECRETS = [
-    "**/.env",
-    "**/.env.*",
-    "**/*.pem",
-    "**/*.key",
-    "**/id_rsa*",
-    "**/id_ed25519*",
-    "**/id_ecdsa*",
-    "**/.netrc",
-    "**/.pypirc",
-    "**/.aws/",
-    "**/.ssh/",
-    "**/credentials*",
-    "**/.git-credentials",
-]
+# The secret rules of bundler's own context and checks (bundler/contracts/secrets.py), as .dockerignore lines.
+SECRETS = [f"**/{pattern}" for pattern in SECRET_PATTERNS]
 
 
 def bundle_toml(name: str, package: str, entry: str, entry_note: str, target: Target, requirements: str, guesses: list[str]) -> str:

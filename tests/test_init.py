@@ -254,6 +254,9 @@ def test_lock_reads_the_projects_own_requirements_file_and_its_includes(tmp_path
     lock = (root / "requirements-rebuild.txt").read_text()
     assert "jinja2==3.1.6" in lock and "numpy==2.1.0" in lock and "torch==2.9.1+cpu" in lock
     assert "requirements.txt does not list torch; torch==2.9.1+cpu is added from the Target." in json.loads(locked.stdout)["notes"]
+    job = run_cli("job", "slurm", str(root), "--image", str(tmp_path / "own.sif"))  # a job of the adopted repository's own entry
+    assert job.returncode == 0, job.stderr
+    assert "torchrun" in (root / "job-slurm.sbatch").read_text() and " train.py" in (root / "job-slurm.sbatch").read_text()
     (root / "requirements" / "common.txt").write_text("numpy>=1.26,<3\n")  # an include edited: the lock is stale
     items = {item["name"]: item for item in json.loads(run_cli("check", str(root), "--json").stdout)["items"]}
     assert items["lock present and fresh"]["status"] == "fail" and "stale" in items["lock present and fresh"]["detail"]

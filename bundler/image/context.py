@@ -97,10 +97,10 @@ def clean_patterns(lines: list[str]) -> list[str]:
 
 def is_ignored(patterns: list[str], relative: str) -> bool:
     """Docker's rule for one path: the last matching pattern wins, a folder's match covers its files."""
-    from docker.utils.build import PatternMatcher
+    from bundler.engine.dockerignore import matcher
 
-    matcher = PatternMatcher(list(patterns))
-    return any(matcher.matches(prefix) for prefix in _prefixes(relative))
+    matches = matcher(patterns)
+    return any(matches(prefix) for prefix in _prefixes(relative))
 
 
 def _prefixes(relative: str) -> list[str]:
@@ -110,10 +110,10 @@ def _prefixes(relative: str) -> list[str]:
 
 def looks_secret(relative: str, path: Path | None = None) -> bool:
     """A secret by its name (or a folder's name above it), or by a private key in its first bytes."""
-    from docker.utils.build import PatternMatcher
+    from bundler.engine.dockerignore import matcher
 
-    matcher = PatternMatcher(list(SECRET_FILE_PATTERNS))
-    if any(matcher.matches(prefix) for prefix in _prefixes(relative)):
+    matches = matcher(SECRET_FILE_PATTERNS)
+    if any(matches(prefix) for prefix in _prefixes(relative)):
         return True
     if path is not None and path.is_file() and path.stat().st_size < 64 * 1024:
         with open(path, "rb") as handle:
@@ -135,10 +135,10 @@ class ProjectFiles:
 
 def collect(root: Path) -> ProjectFiles:
     """Every file of the project is included, ignored (Docker's own matching), or withheld as a secret."""
-    from docker.utils.build import exclude_paths
+    from bundler.engine.dockerignore import kept_paths
 
     root = Path(root)
-    kept = exclude_paths(str(root), ignore_patterns(root), dockerfile=DOCKERIGNORE)
+    kept = kept_paths(str(root), ignore_patterns(root), ignore_file=DOCKERIGNORE)
     result = ProjectFiles(root)
     for folder, dirs, files in os.walk(root):
         dirs.sort()

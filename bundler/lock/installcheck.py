@@ -13,34 +13,23 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundler.target.bundle import Target
 
-def torch_build_check(target) -> str:
-    """Python code that imports torch and compares its build with the Target (exit 1 if not)."""
-    expected = {"torch": target.torch, "backend": target.backend, "accelerator": target.accelerator}
-    return (
-        "import json, sys\n"
-        f"want = {json.dumps(expected)}\n"
-        "import torch\n"
-        "got = {'version': torch.__version__, 'cuda': getattr(torch.version, 'cuda', None), 'hip': getattr(torch.version, 'hip', None)}\n"
-        "problems = []\n"
-        "if torch.__version__.split('+')[0] != want['torch']:\n"
-        "    problems.append('torch ' + torch.__version__ + ' is not ' + want['torch'])\n"
-        "acc = want['accelerator']\n"
-        "if want['backend'] == 'cuda' and not (got['cuda'] or '').startswith(acc):\n"
-        "    problems.append('torch.version.cuda is %r, the Target wants CUDA %s' % (got['cuda'], acc))\n"
-        "if want['backend'] == 'rocm' and not (got['hip'] or '').startswith(acc):\n"
-        "    problems.append('torch.version.hip is %r, the Target wants ROCm %s' % (got['hip'], acc))\n"
-        "if want['backend'] == 'cpu' and (got['cuda'] or got['hip']):\n"
-        "    problems.append('a CPU Target got a GPU build (cuda=%r, hip=%r)' % (got['cuda'], got['hip']))\n"
-        "print(json.dumps({'torch': got, 'problems': problems}))\n"
-        "sys.exit(1 if problems else 0)\n"
-    )
+
+def torch_build_args(target: Target) -> tuple[str, ...]:
+    """The arguments of ``bundler/inimage/torchbuild.py`` for the Target."""
+    return ("--torch", target.torch, "--backend", target.backend, "--accelerator", target.accelerator or "")
+
+
+def torch_build_program() -> str:
+    """The source of ``bundler/inimage/torchbuild.py``, for an interpreter that has no bundler (``python -c``)."""
+    return (Path(__file__).resolve().parents[1] / "inimage" / "torchbuild.py").read_text(encoding="utf-8")
 
 
 def install_check_commands(lock: str, target, python: str = "python", pip_args: tuple[str, ...] = ()) -> list[list[str]]:
     """The three steps, as argv lists: hashed install, pip check, import torch."""
     install = [python, "-m", "pip", "install", "--require-hashes", "--no-deps", *pip_args, "-r", lock]
-    return [install, [python, "-m", "pip", "check"], [python, "-c", torch_build_check(target)]]
+    return [install, [python, "-m", "pip", "check"], [python, "-c", torch_build_program(), *torch_build_args(target)]]
 
 
 def install_check_command(lock: str, target, python: str = "python", pip_args: tuple[str, ...] = ()) -> str:

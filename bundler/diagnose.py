@@ -164,7 +164,7 @@ def run_image(
     page = ran.files.get(IMAGE_REPORT_HTML) if report_html else None
     result = _keep(bundle, "image", report, code)
     result.notes = notes
-    if page is not None:
+    if page is not None and report_html is not None:
         atomic_write_bytes(report_html, page)
         result.report_html = report_html
     return result

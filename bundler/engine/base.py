@@ -174,9 +174,13 @@ class Engine(ABC):
         buildargs: Mapping[str, str] | None = None,
         no_cache: bool = False,
         tag: str | None = None,
+        source_date: int | None = None,
     ) -> str:
         """Build a context tar (Dockerfile at its root); each output line to ``on_line``; the new image's ID.
 
+        ``source_date``: the time of every file of the new layers, where the engine's builder
+        sets it (Podman's buildah does, and then dates the image by it too); Docker's classic
+        builder cannot, so the Dockerfile's own steps set their files' times (image/dockerfile.py).
         BuildFailed when a step fails, EngineFailure when the engine refuses the build."""
 
     @abstractmethod

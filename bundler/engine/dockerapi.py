@@ -102,23 +102,12 @@ class DockerEngine(Engine):
         buildargs: Mapping[str, str] | None = None,
         no_cache: bool = False,
         tag: str | None = None,
+        source_date: int | None = None,
     ) -> str:
-        image_id, log = "", []
+        image_id, log = "", list[str]()
+        options = {"labels": dict(labels or {}), "buildargs": dict(buildargs or {}), "nocache": no_cache, "network_mode": network_mode}
         with self._calls():
-            stream = self._client.api.build(
-                fileobj=context,
-                custom_context=True,
-                rm=True,
-                forcerm=True,
-                pull=False,
-                decode=True,
-                labels=dict(labels or {}),
-                buildargs=dict(buildargs or {}),
-                nocache=no_cache,
-                network_mode=network_mode,
-                tag=tag,
-            )
-            for event in stream:
+            for event in self._build_events(context, tag, source_date, options):
                 if "error" in event or "errorDetail" in event:
                     message = (event.get("error") or event["errorDetail"].get("message", "")).strip()
                     raise BuildFailed(message, log=log, engine=self.label)
@@ -135,6 +124,12 @@ class DockerEngine(Engine):
             if not image_id:
                 raise BuildFailed("the build finished without an image ID", log=log, engine=self.label)
             return str(self._client.images.get(image_id).id)
+
+    def _build_events(self, context: BinaryIO, tag: str | None, source_date: int | None, options: dict[str, Any]) -> Iterator[dict]:
+        """The build's JSON events (``source_date`` is not Docker's to honour)."""
+        return self._client.api.build(
+            fileobj=context, custom_context=True, rm=True, forcerm=True, pull=False, decode=True, tag=tag, **options
+        )
 
     # ----- images --------------------------------------------------------------------------
     def _image(self, raw: Any) -> Image:
@@ -239,7 +234,7 @@ class DockerEngine(Engine):
         return self._client.containers.create(spec.image, **options)
 
     def _device_options(self, spec: RunSpec) -> dict[str, Any]:
-        devices, options = spec.devices, {}
+        devices, options = spec.devices, dict[str, Any]()
         if devices.shm_size:
             options["shm_size"] = devices.shm_size
         if devices.all_gpus:
@@ -307,10 +302,13 @@ class DockerEngine(Engine):
         return files
 
     def read_files(self, image: str, paths: Sequence[str]) -> dict[str, dict[str, tuple[int, bytes]]]:
+        from concurrent.futures import ThreadPoolExecutor
+
         with self._calls():
             container = self._client.containers.create(image, ["true"], network_mode="none")
             try:
-                return {path: self._tree(container, path) for path in paths}
+                with ThreadPoolExecutor(max_workers=len(paths) or 1) as pool:  # one round trip's wait for all of them
+                    return dict(zip(paths, pool.map(lambda path: self._tree(container, path), paths), strict=True))
             finally:
                 container.remove(force=True)
 

@@ -6,11 +6,17 @@ imports the SDK.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 
 def matcher(patterns: Sequence[str]) -> Callable[[str], bool]:
     """Whether one path (relative, posix) matches the patterns; the last matching pattern wins."""
+    return _compiled(tuple(patterns))
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(patterns: tuple[str, ...]) -> Callable[[str], bool]:  # a project's files are matched against the same few lists
     from docker.utils.build import PatternMatcher
 
     return PatternMatcher(list(patterns)).matches

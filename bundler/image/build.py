@@ -45,7 +45,7 @@ from bundler.image.labels import labels_for
 from bundler.image.reproducible import compare
 from bundler.image.runcommand import run_commands
 from bundler.image.size import SizeReport, enforce, size_report
-from bundler.image.steps import Progress, remove_image, run_engine_build
+from bundler.image.steps import Progress, remove_image, run_engine_build, untag
 from bundler.lock.lockfile import Lock, fresh_lock
 from bundler.target.bundle import Bundle, update_target
 from bundler.target.versions import build_name
@@ -255,6 +255,10 @@ def check_twice(plan: Plan, first: Built, work: Path, notes: list[str], say: Say
     try:
         say("Comparing the two builds layer by layer…")
         return compare(plan.engine, first.image_id, second.image_id).as_dict()
-    finally:
-        remove_image(plan.engine, second.image_id)
-        remove_image(plan.engine, reference)
+    finally:  # an engine that dates images by their inputs (Podman) may give the second build the first one's ID
+        if second.image_id != first.image_id:
+            remove_image(plan.engine, second.image_id)
+        if second.deps.image_id != first.deps.image_id:
+            remove_image(plan.engine, reference)
+        else:
+            untag(plan.engine, reference)

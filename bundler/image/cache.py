@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bundler.engine import Engine, EngineFailure, Image
+from bundler.image import layout
 from bundler.image.builder import BUILDER_LABEL, BUILDER_REPOSITORY
 from bundler.image.deps import DEPS_REPOSITORY
 from bundler.image.labels import DEPS_LABEL, LABEL_PREFIX
@@ -46,7 +47,7 @@ class CachedImage:
     kind: str  # dependency | builder | leftover
     tags: list[str]
     bytes: int  # what removing it frees (not shared with another image)
-    created: float
+    created: float  # 0.0 when the engine dated it by its inputs (Podman's builds: layout.FILE_TIME), not by the clock
     in_use: str = ""  # why it must stay ("" when it may go)
 
     def as_dict(self) -> dict:
@@ -137,9 +138,10 @@ def _epoch(created: str) -> float:
     import datetime
 
     try:
-        return datetime.datetime.fromisoformat(created[:26].rstrip("Z") + "+00:00").timestamp()
+        epoch = datetime.datetime.fromisoformat(created[:26].rstrip("Z") + "+00:00").timestamp()
     except ValueError:
         return 0.0
+    return 0.0 if epoch == layout.FILE_TIME else epoch
 
 
 def listing(engine: Engine | None, *, why_none: str = "no Docker engine answers") -> Listing:
@@ -196,15 +198,17 @@ def prune(
             result.file_bytes += item.bytes
     if images and engine is None:
         result.notes.append(f"{why_none}: no image was looked at")
-    elif images:
+    elif images and engine is not None:
         _prune_images(engine, [image for image in bundler_images(engine) if select(image)], cutoff, dry_run, result)
     return result
 
 
 def _prune_images(engine: Engine, candidates: list[CachedImage], cutoff: float, dry_run: bool, result: PruneResult) -> None:
     for image in candidates:
-        if image.in_use or image.created > cutoff:
-            result.kept.append({"id": image.id, "tags": image.tags, "why": image.in_use or "newer than --older-than"})
+        undated = not image.created and cutoff < time.time()  # its age is unknown: only --older-than 0 takes it
+        if image.in_use or image.created > cutoff or undated:
+            why = image.in_use or ("its engine dated it by its inputs, not the clock" if undated else "newer than --older-than")
+            result.kept.append({"id": image.id, "tags": image.tags, "why": why})
             continue
         if not dry_run:
             try:

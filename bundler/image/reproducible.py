@@ -100,7 +100,7 @@ def saved_layers(engine: Engine, image_id: str) -> tuple[dict[str, list], dict]:
 
     Docker names a layer ``<id>/layer.tar``, Podman ``<diff id>.tar``: every tar in the archive is a layer."""
     layers, config = {}, {}
-    outer = tarfile.open(fileobj=_Stream(engine.save(image_id, CHUNK)), mode="r|")  # type: ignore[arg-type]
+    outer = tarfile.open(fileobj=_Stream(engine.save(image_id, CHUNK)), mode="r|")  # type: ignore[call-overload]  # a read() is all r| needs
     for member in outer:
         if member.name.endswith(".tar") and member.isreg():
             reader = _Hashing(outer.extractfile(member))

@@ -8,6 +8,7 @@ import re
 from bundler.engine import BuildFailed, Engine, EngineFailure
 from bundler.engine.base import Lines
 from bundler.errors import BuildError
+from bundler.image import layout
 from bundler.image.context import SentContext
 
 
@@ -30,11 +31,21 @@ def run_engine_build(
     no_cache: bool = False,
     tag: str | None = None,
 ) -> str:
-    """Send the context, stream the engine's output into ``progress``; the new image ID."""
+    """Send the context, stream the engine's output into ``progress``; the new image ID.
+
+    Every build asks for layout.FILE_TIME as the time of the new layers' files: the engines whose
+    builder sets it (Podman) then agree with the Dockerfile steps' own normalization."""
     try:
         with open(context.path, "rb") as handle:
             return engine.build(
-                handle, on_line=progress, network_mode=network_mode, labels=labels, buildargs=buildargs, no_cache=no_cache, tag=tag
+                handle,
+                on_line=progress,
+                network_mode=network_mode,
+                labels=labels,
+                buildargs=buildargs,
+                no_cache=no_cache,
+                tag=tag,
+                source_date=layout.FILE_TIME,
             )
     except BuildFailed as error:
         raise EngineBuildError(
@@ -62,6 +73,14 @@ def remove_image(engine: Engine, image_id: str) -> None:
 
 # Docker: "Step 2/5 : COPY …"; Podman (buildah): "[2/2] STEP 2/5: COPY …"
 STEP = re.compile(r"(?:\[\d+/\d+\] )?(?:Step|STEP) (\d+)/(\d+) ?: (.*)")
+
+
+def untag(engine: Engine, reference: str) -> None:
+    """Take the tag ``reference`` off its image, which stays while another tag names it."""
+    try:
+        engine.remove_image(reference, prune=False)
+    except EngineFailure:
+        pass
 
 
 class Progress:

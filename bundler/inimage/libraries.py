@@ -48,7 +48,8 @@ def fabric_only(lost: list) -> bool:
 def check(site: str, backend: str) -> dict:
     folders = [os.path.join(site, "torch", "lib")] + sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))
     libraries = sorted(p for f in folders for p in glob.glob(os.path.join(f, "*.so*")) if os.path.isfile(p))
-    missing, fabric = {}, {}
+    missing: dict = {}
+    fabric: dict = {}
     for path in libraries:
         lost = unresolved(subprocess.run(["ldd", path], capture_output=True, text=True).stdout)
         if lost:

@@ -13,6 +13,17 @@ def write_document(data: dict) -> None:
     sys.stdout.flush()
 
 
+def literal(value: object):
+    """``value`` as Rich text that is never read as markup: ``[/mnt/data]`` stays what the user wrote.
+
+    The one place user text meets Rich: ``say`` prints without markup, tables and progress
+    descriptions take their text through here.
+    """
+    from rich.text import Text
+
+    return Text(str(value))
+
+
 class Output:
     """Collects what a command says; with ``json_mode`` the human text stays off stdout."""
 
@@ -37,11 +48,11 @@ class Output:
     def table(self, title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
         from rich.table import Table
 
-        table = Table(title=title, show_lines=False)
+        table = Table(title=literal(title) if title is not None else None, show_lines=False)
         for column in columns:
-            table.add_column(column)
+            table.add_column(literal(column))
         for row in rows:
-            table.add_row(*(str(cell) for cell in row))
+            table.add_row(*(literal(cell) for cell in row))
         self.console.print(table)
 
     def result(self, data: dict) -> None:

@@ -221,6 +221,9 @@ def measure_rebuild(kind: str, base: str, work: Path, repeat: int) -> None:
     )
     print("the engine's build of the layers " + " ".join(f"{e:.2f}" for _, e in in_process) + f"  median {engine_share:.2f} s")
     print(f"process / engine {statistics.median(whole) / engine_share:.2f}x (target <= 2)")
+    import docker
+
+    remove(docker.from_env(timeout=600), "bench/bundler:warm", first.built.deps.reference)
 
 
 def measure(kind: str, base: str, work: Path, repeat: int) -> None:

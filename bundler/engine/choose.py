@@ -46,7 +46,7 @@ def choose(name: str | None = None) -> Choice:
 
 
 def connect(name: str | None = None, timeout: int = CLIENT_TIMEOUT_S, *, why: str = "", alternative: str = "") -> Engine:
-    """An engine that answers a ping, else EngineError (exit 7) saying how to start one.
+    """An engine that answers (its API version), else EngineError (exit 7) saying how to start one.
 
     ``why`` says what the engine is needed for; ``alternative`` a way to do without one.
     """
@@ -55,9 +55,7 @@ def connect(name: str | None = None, timeout: int = CLIENT_TIMEOUT_S, *, why: st
     choice = choose(name)
     kind = podman.PodmanEngine if choice.name == "podman" else DockerEngine
     try:
-        engine = kind(choice.address, timeout=timeout)
-        engine.ping()
-        return engine
+        return kind(choice.address, timeout=timeout)  # the client asks the engine its API version: that answer is the ping
     except (EngineFailure, OSError) as error:
         words = error.explanation if isinstance(error, EngineFailure) else str(error)
         message = f"no {kind.label} engine answers at {choice.address} ({choice.why}; {words[:300]})."

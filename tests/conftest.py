@@ -3,10 +3,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests import dockerenv
+
+if TYPE_CHECKING:
+    from bundler.engine import Engine
 from tests.fakeindex import build_fake_index
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,7 +51,7 @@ class EngineUnderTest:
     """One engine as the tests drive it: bundler's Engine, the environment and flags that select it, the base image there."""
 
     name: str
-    engine: object
+    engine: Engine
     env: dict
     base: str
 

@@ -179,6 +179,21 @@ def _first_of_copy(error: OSError) -> OSError:
     return OSError(int(number.group(1)) if number else None, f"copying {source} failed: {reason}{more}", destination)
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP while a command runs (bundler/launch.py): cleanup runs as for
+    Ctrl-C, and the exit code is 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
 class NotCheckedError(BundlerError):
     """A check could not look at everything: files it could not read are listed, never reported clean."""
 

@@ -99,6 +99,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     replaced one keeps its own; a failure names ``path``, not the temporary file.
     """
     path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with naming(path), open(path, "wb") as stream:  # a device or a pipe (-o /dev/stdout) is written to, never replaced
+            stream.write(data)
+        return
     with naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path), suffix=".tmp", dir=path.parent)

@@ -13,6 +13,9 @@ def write_document(data: dict) -> None:
     sys.stdout.flush()
 
 
+MIN_WIDTH = 60  # narrower, a table's cells shrink to nothing; wider lines wrap in the terminal instead
+
+
 def literal(value: object):
     """``value`` as Rich text that is never read as markup: ``[/mnt/data]`` stays what the user wrote.
 
@@ -39,6 +42,8 @@ class Output:
             self._console = Console(
                 stderr=True, highlight=False, soft_wrap=True, emoji=False
             )  # text is printed as given: a:smile:b stays a path
+            if self._console.width < MIN_WIDTH:  # COLUMNS=1 or a tiny pane: tables would shrink to empty borders
+                self._console.width = MIN_WIDTH
         return self._console
 
     def say(self, text: str = "", *, style: str | None = None) -> None:

@@ -15,7 +15,7 @@ from bundler.engine import choose
 from bundler.engine.podman import ROOT_SOCKET
 from bundler.errors import UsageError
 from bundler.image.checks import PROGRAMS, Check, programs_archive
-from bundler.inimage import libraries, runner, torchbuild
+from bundler.inimage import libraries, runner
 from tests.conftest import REPO
 
 
@@ -45,19 +45,6 @@ def test_an_unknown_engine_name_is_bad_usage():
         choose("rkt")
 
 
-def test_torch_build_problems_name_what_differs_from_the_target():
-    cpu = {"version": "2.13.0+cpu", "cuda": None, "hip": None}
-    assert torchbuild.problems({"torch": "2.13.0", "backend": "cpu", "accelerator": ""}, cpu) == []
-    assert torchbuild.problems({"torch": "2.13.0", "backend": "cuda", "accelerator": "12.8"}, cpu) == [
-        "torch.version.cuda is None, the Target wants CUDA 12.8"
-    ]
-    gpu = {"version": "2.9.1+cu128", "cuda": "12.8", "hip": None}
-    assert torchbuild.problems({"torch": "2.13.0", "backend": "cpu", "accelerator": ""}, gpu) == [
-        "torch 2.9.1+cu128 is not 2.13.0",
-        "a CPU Target got a GPU build (cuda='12.8', hip=None)",
-    ]
-
-
 def test_ldd_lines_the_driver_provides_or_only_a_fabric_needs_are_told_apart():
     out = "\tlibcuda.so.1 => not found\n\tlibfoo.so.2 => not found\n\tlibc.so.6 => /lib/libc.so.6\n"
     assert libraries.unresolved(out) == ["libfoo.so.2"]
@@ -76,6 +63,7 @@ def test_the_shipped_archive_runs_with_python_m_and_no_bundler_on_the_path(tmp_p
         tar.extractall(tmp_path, filter="data")
     top = PROGRAMS.rsplit("/", 1)[1]
     assert f"{top}/bundler/inimage/runner.py" in names and f"{top}/bdiag/imports.py" in names
+    assert f"{top}/bundler/contracts/buildtag.py" in names  # the torch-build rule torchbuild.py applies
     assert f"{top}/bundler/__init__.py" not in names  # `bundler` is a namespace there: none of bundler itself travels
     checks = [
         Check("passes", (sys.executable, "-c", "print('{\"fine\": 1}')")),

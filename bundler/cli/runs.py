@@ -73,6 +73,8 @@ def export_command(
     out = Output(json_output)
     export = export_run(run_dir, dest, reload=not no_reload, python=python)
     out.say(f"Wrote {export.checksums} ({export.files} files) and copied the run to {export.dest}; the copy matches every SHA-256.")
+    if export.secrets_withheld:
+        out.say(f"Left behind as secrets ({len(export.secrets_withheld)}): {', '.join(export.secrets_withheld)}")
     _report(out, export.verification)
     commands = export.as_dict()["pull_commands"]
     out.say("From a rented box (bundler there is optional):")

@@ -8,18 +8,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bundler.contracts.secrets import is_secret_path
 from bundler.fsutil import sha256_file
 
 CHECKSUMS = "SHA256SUMS"
 
 
 def file_hashes(folder: Path) -> dict[str, str]:
-    """SHA-256 of every file under ``folder`` except the checksum list itself, by relative path."""
+    """SHA-256 of every file under ``folder`` by relative path, except the checksum list itself and
+    secrets (contracts/secrets.py), which evidence never carries: an export leaves them behind."""
     return {
         path.relative_to(folder).as_posix(): sha256_file(path)
         for path in sorted(folder.rglob("*"))
-        if path.is_file() and path.relative_to(folder).as_posix() != CHECKSUMS
+        if path.is_file() and path.relative_to(folder).as_posix() != CHECKSUMS and not is_secret_path(path.relative_to(folder).as_posix())
     }
+
+
+def secret_files(folder: Path) -> list[str]:
+    """The files under ``folder`` that are secrets by their path (never exported)."""
+    return [
+        path.relative_to(folder).as_posix()
+        for path in sorted(folder.rglob("*"))
+        if (path.is_file() or path.is_symlink()) and is_secret_path(path.relative_to(folder).as_posix())
+    ]
 
 
 def read_checksums(path: Path) -> dict[str, str]:

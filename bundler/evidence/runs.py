@@ -13,21 +13,21 @@ import getpass
 import json
 import math
 import os
-import re
 import shlex
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from bundler.contracts.runid import is_run_id
+from bundler.contracts.secrets import is_secret_path
 from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
-from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes
+from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes, secret_files
 from bundler.evidence.verify import Verification, verify_run
 from bundler.fsutil import atomic_write_text, naming, parse_json, read_json, staged_directory, umask
 
 DECISIONS = ("launch", "fix-env", "revise-config")
 DECISIONS_FILE = "decisions.jsonl"
 PILOT_CONFIG = "config/pilot.json"
-RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")  # the generated pilot's own rule (evidence/store.py)
 
 
 # -- export ---------------------------------------------------------------------------
@@ -38,6 +38,7 @@ class Export:
     files: int
     checksums: Path
     verification: Verification
+    secrets_withheld: list[str] = field(default_factory=list)  # secrets of the run, left behind
 
     def as_dict(self) -> dict:
         return {
@@ -46,6 +47,7 @@ class Export:
             "files": self.files,
             "checksums": str(self.checksums),
             "copy_matches_checksums": True,
+            "secrets_withheld": self.secrets_withheld,
             "accepted": self.verification.accepted,
             "verify": self.verification.as_dict(),
             "pull_commands": pull_commands(self.source.name, self.dest),
@@ -71,7 +73,7 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
     sums = "".join(f"{digest}  {name}\n" for name, digest in hashes.items())
     checksums = run_dir / CHECKSUMS
     with staged_directory(dest) as staging:  # DEST appears whole or not at all
-        shutil.copytree(run_dir, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns(CHECKSUMS))
+        shutil.copytree(run_dir, staging, dirs_exist_ok=True, ignore=_not_exported(run_dir))
         staging.chmod(0o777 & ~umask())  # the copy is ours to complete, even of a read-only run folder
         atomic_write_text(staging / CHECKSUMS, sums)
         problems, unlisted = compare_checksums(staging)
@@ -83,7 +85,18 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
             )
         atomic_write_text(checksums, sums)  # last: a failure before leaves the run folder as it was
     verification = verify_run(dest, reload=reload, python=python)
-    return Export(run_dir, dest, len(hashes), checksums, verification)
+    return Export(run_dir, dest, len(hashes), checksums, verification, secret_files(run_dir))
+
+
+def _not_exported(run_dir: Path):
+    """copytree's ignore: the checksum list (written afresh) and every secret (contracts/secrets.py)."""
+    top = run_dir.resolve()
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        base = Path(folder).resolve().relative_to(top).as_posix()
+        return {name for name in names if (base == "." and name == CHECKSUMS) or is_secret_path(name if base == "." else f"{base}/{name}")}
+
+    return ignore
 
 
 def pull_commands(run_id: str, dest: Path) -> dict:
@@ -129,7 +142,7 @@ def runs_dir(project: Path) -> Path:
 
 def run_folder(project: Path, run_id: str) -> Path:
     """The folder of run ``run_id``: a name of the runs folder, never a path (../x, /abs) out of it."""
-    if not RUN_ID_RE.fullmatch(run_id):
+    if not is_run_id(run_id):
         raise UsageError(
             f"{run_id!r} is not a run ID.",
             hint="A run ID is a folder name under runs/: letters, digits, '.', '_' and '-'. `bundler runs summary` lists them.",

@@ -30,9 +30,8 @@ from bundler.engine import Engine, EngineFailure, RunSpec
 from bundler.errors import BuildError
 from bundler.image import importcheck, layout
 from bundler.image.labels import PINS_LABEL
-from bundler.lock.installcheck import torch_build_args
 from bundler.resources import diagnostics_folder
-from bundler.target.bundle import Bundle
+from bundler.target.bundle import Bundle, Target
 
 CHECK_TIMEOUT_S = 900
 CLOCK_KEYS = ("seconds", "slowest")  # timings in a finding, left out of the recorded verdict
@@ -40,6 +39,7 @@ TORCH_BUILD = "torch build"
 LIBRARIES = "shared libraries"
 PROGRAMS = "/tmp/bundler-checks"  # where the programs of bundler/inimage/ (and bdiag's import check) are put in the container
 INIMAGE = Path(__file__).resolve().parents[1] / "inimage"
+CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,11 @@ class Verdict:
         return self.finding(importcheck.NAME) or None
 
 
+def torch_build_args(target: Target) -> tuple[str, ...]:
+    """The arguments of ``bundler/inimage/torchbuild.py`` for the Target."""
+    return ("--torch", target.torch, "--backend", target.backend, "--accelerator", target.accelerator or "")
+
+
 def inimage_module(name: str, python: str, *args: str) -> tuple[str, ...]:
     """The argv that runs ``bundler/inimage/<name>.py`` in a check container."""
     return (python, "-m", f"bundler.inimage.{name}", *args)
@@ -101,10 +106,11 @@ def programs_archive(project: Path | None = None) -> bytes:
     bdiag = diagnostics_folder(project) / "bdiag" if project is not None else None
     top = PROGRAMS.rsplit("/", 1)[1]
     files = [(f"{top}/bundler/inimage/{path.name}", path) for path in sorted(INIMAGE.glob("*.py"))]
+    files += [(f"{top}/bundler/contracts/{name}", CONTRACTS / name) for name in ("__init__.py", "buildtag.py")]  # torchbuild's rule
     if bdiag is not None and (bdiag / "imports.py").is_file():
         files += [(f"{top}/bdiag/__init__.py", bdiag / "__init__.py"), (f"{top}/bdiag/imports.py", bdiag / "imports.py")]
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for folder in sorted({name.rsplit("/", 1)[0] for name, _ in files} | {top, f"{top}/bundler"}):
+        for folder in sorted({name.rsplit("/", 1)[0] for name, _ in files} | {top, f"{top}/bundler"}):  # bundler: a namespace
             info = tarfile.TarInfo(folder)
             info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, layout.FILE_TIME
             tar.addfile(info)

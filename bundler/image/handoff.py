@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.engine import Engine, EngineFailure
 from bundler.errors import BuildError, UsageError
 from bundler.fsutil import atomic_write_text
@@ -120,24 +121,22 @@ class PushResult:
         }
 
 
-def split_reference(reference: str) -> tuple[str, str]:
-    """'host:5000/team/app:1' -> ('host:5000/team/app', '1'); no tag means 'latest'."""
+def split_reference(reference: str, flag: str = "--push") -> tuple[str, str]:
+    """'host:5000/team/app:1' -> ('host:5000/team/app', '1'); no tag means 'latest'.
+    A UsageError names ``flag``, the option the reference came from."""
     if "@" in reference:
         raise UsageError(
-            f"--push {reference}: push to a tag, not a digest.", hint="For example --push registry.example.com/team/app:1.", value=reference
+            f"{flag} {reference}: tag an image, not a digest.", hint=f"For example {flag} registry.example.com/team/app:1.", value=reference
         )
-    repository, tag = _repository_tag(reference)
-    if not repository or repository != repository.lower() or any(c.isspace() for c in reference):
+    try:
+        parsed = parse_reference(reference)
+    except ReferenceError as error:
         raise UsageError(
-            f"--push {reference!r} is not a valid image reference.", hint="Use lower case: HOST[:PORT]/NAME[:TAG].", value=reference
-        )
-    return repository, tag or "latest"
-
-
-def _repository_tag(reference: str) -> tuple[str, str]:
-    """('host:5000/team/app', '1') from 'host:5000/team/app:1'; no tag gives ''."""
-    repository, _, tag = reference.rpartition(":")
-    return (repository, tag) if repository and "/" not in tag else (reference, "")
+            f"{flag} {reference!r} is not a valid image reference: {error}.",
+            hint=f"Write it as HOST[:PORT]/NAME[:TAG] with a lower-case name, e.g. {flag} registry.example.com/team/app:1.",
+            value=reference,
+        ) from None
+    return parsed.repository, parsed.tag or "latest"
 
 
 def push(

@@ -1,8 +1,8 @@
 """The install check where a lock runs: a hashed install, `pip check`, torch's build.
 
 One definition for the build's smoke test (in the new image) and for a venv on a host;
-the diagnostics folder carries its own copy of the torch comparison (it runs without
-bundler).
+the torch comparison is contracts/buildtag.py's, which the diagnostics carry as a
+generated copy (they run without bundler).
 """
 
 from __future__ import annotations
@@ -13,23 +13,29 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.target.bundle import Target
+from bundler.contracts import buildtag
 
 
-def torch_build_args(target: Target) -> tuple[str, ...]:
-    """The arguments of ``bundler/inimage/torchbuild.py`` for the Target."""
-    return ("--torch", target.torch, "--backend", target.backend, "--accelerator", target.accelerator or "")
+def torch_build_check(target) -> str:
+    """Python code that imports torch and compares its build with the Target (exit 1 if not).
 
-
-def torch_build_program() -> str:
-    """The source of ``bundler/inimage/torchbuild.py``, for an interpreter that has no bundler (``python -c``)."""
-    return (Path(__file__).resolve().parents[1] / "inimage" / "torchbuild.py").read_text(encoding="utf-8")
+    The rule is contracts/buildtag.py's, carried in the program itself (the image has no bundler)."""
+    expected = {"torch": target.torch, "backend": target.backend, "accelerator": target.accelerator}
+    return (
+        Path(buildtag.__file__).read_text(encoding="utf-8") + "\nimport json, sys\n"
+        f"want = {json.dumps(expected)}\n"
+        "import torch\n"
+        "got = TorchBuild(torch.__version__, getattr(torch.version, 'cuda', None), getattr(torch.version, 'hip', None))\n"
+        "problems = torch_build_problems(got, want['torch'], want['backend'], want['accelerator'])\n"
+        "print(json.dumps({'torch': {'version': got.version, 'cuda': got.cuda, 'hip': got.hip}, 'problems': problems}))\n"
+        "sys.exit(1 if problems else 0)\n"
+    )
 
 
 def install_check_commands(lock: str, target, python: str = "python", pip_args: tuple[str, ...] = ()) -> list[list[str]]:
     """The three steps, as argv lists: hashed install, pip check, import torch."""
     install = [python, "-m", "pip", "install", "--require-hashes", "--no-deps", *pip_args, "-r", lock]
-    return [install, [python, "-m", "pip", "check"], [python, "-c", torch_build_program(), *torch_build_args(target)]]
+    return [install, [python, "-m", "pip", "check"], [python, "-c", torch_build_check(target)]]
 
 
 def install_check_command(lock: str, target, python: str = "python", pip_args: tuple[str, ...] = ()) -> str:

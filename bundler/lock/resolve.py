@@ -21,10 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bundler.errors import ExternalError, LockError
-from bundler.lock.directrefs import project_index
 from bundler.lock.hashes import hash_body
 from bundler.lock.piplog import resolution_error
-from bundler.lock.requirements import REQUIREMENTS_IN
+from bundler.lock.requirements import REQUIREMENTS_IN, project_index
 from bundler.lock.spec import LockSpec
 from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
 from bundler.pipsettings import (

@@ -40,9 +40,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import ProjectFileError, UsageError
 from bundler.fsutil import read_toml
 from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
+
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
 
 BUNDLE_FILE = "bundle.toml"
 BACKENDS = ("cuda", "rocm", "cpu")
@@ -100,53 +103,70 @@ class Bundle:
 
 def validate_target(target: Target, path: Path | None = None) -> Target:
     """Check the shape of each Target field (which builds exist is the compatibility table's job)."""
-    error = ProjectFileError if path is not None else UsageError
+    error_kind = ProjectFileError if path is not None else UsageError
     where = f"{path}: " if path is not None else ""
     if target.backend not in BACKENDS:
-        raise error(
+        raise error_kind(
             f"{where}unknown backend {target.backend!r}.",
             hint=f"Use one of: {', '.join(BACKENDS)}.",
             path=path,
             value=target.backend,
         )
     if target.backend == "cpu" and target.accelerator:
-        raise error(
+        raise error_kind(
             f"{where}backend 'cpu' takes no accelerator version, got {target.accelerator!r}.",
             hint='Set accelerator = "" for cpu, or choose backend cuda/rocm.',
             path=path,
             value=target.accelerator,
         )
-    if target.backend != "cpu" and not ACCELERATOR_RE.match(target.accelerator):
+    if target.backend != "cpu" and not ACCELERATOR_RE.fullmatch(target.accelerator):
         example = "12.8" if target.backend == "cuda" else "6.4"
-        raise error(
+        raise error_kind(
             f"{where}backend {target.backend!r} needs an accelerator version like {example!r}, got {target.accelerator!r}.",
             hint=f'Set accelerator = "{example}" (the {target.backend.upper()} version of the PyTorch build).',
             path=path,
             value=target.accelerator,
         )
-    if not RELEASE_RE.match(target.torch):
-        raise error(
+    if not RELEASE_RE.fullmatch(target.torch):
+        raise error_kind(
             f"{where}torch version {target.torch!r} is not an exact release like '2.13.0'.",
             hint="Pin an exact torch release: the lock and the image are built for exactly one.",
             path=path,
             value=target.torch,
         )
-    if not PYTHON_RE.match(target.python):
-        raise error(
+    if not PYTHON_RE.fullmatch(target.python):
+        raise error_kind(
             f"{where}Python version {target.python!r} is not a minor version like 3.11.",
             hint="Give major.minor only, e.g. 3.11 or 3.12.",
             path=path,
             value=target.python,
         )
     if target.platform not in PLATFORMS:
-        raise error(
+        raise error_kind(
             f"{where}platform {target.platform!r} is not supported.",
             hint=f"Use one of: {', '.join(PLATFORMS)}.",
             path=path,
             value=target.platform,
         )
+    if target.base_image:
+        try:
+            parse_reference(target.base_image)
+        except ReferenceError as error:
+            raise error_kind(
+                f"{where}base_image {target.base_image!r} is not an image reference: {error}.",
+                hint='Write it as [registry/]name[:tag][@sha256:digest], e.g. base_image = "python:3.11-slim-bookworm".',
+                path=path,
+                value=target.base_image,
+            ) from None
+    if target.base_digest and not DIGEST_RE.fullmatch(target.base_digest):
+        raise error_kind(
+            f"{where}base_digest {target.base_digest!r} is not a sha256 digest (sha256: and 64 hex digits).",
+            hint='Leave it empty (base_digest = "") and `bundler build` records the base image\'s digest.',
+            path=path,
+            value=target.base_digest,
+        )
     if target.torch_index not in TORCH_INDEXES:
-        raise error(
+        raise error_kind(
             f"{where}torch_index {target.torch_index!r} is not one of {', '.join(TORCH_INDEXES)}.",
             hint='Use "pytorch" (PyTorch\'s index of the build, the default) or "pypi" (PyPI\'s own build, when it is the Target\'s).',
             path=path,

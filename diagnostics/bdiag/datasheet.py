@@ -7,6 +7,9 @@ import os
 import re
 
 from bdiag import FOLDER
+from bdiag.contracts.buildtag import build_tag, version_tuple
+
+__all__ = ["version_tuple"]  # the diagnostics' one reading of a version string (bdiag/contracts/buildtag.py)
 
 DATA_FILE = os.path.join(FOLDER, "gpus.json")
 _cache: dict | None = None
@@ -118,10 +121,6 @@ def grade(fraction: float, pass_at: float, warn_at: float) -> str:
     return "fail"
 
 
-def version_tuple(text: str) -> tuple:
-    return tuple(int(part) for part in re.findall(r"\d+", text or ""))
-
-
 def nvidia_driver_minimums(cuda_version: str) -> tuple[str | None, str | None]:
     """(minimum to start a wheel built for this CUDA, full-toolkit minimum) for e.g. '12.8'."""
     table = data()["nvidia_driver"]
@@ -172,11 +171,11 @@ def rocm_arch_base(gcn_arch_name: str) -> str:
 
 
 def index_tag(backend: str, accelerator: str) -> str:
-    if backend == "cuda" and accelerator:
-        return "cu" + "".join(str(p) for p in version_tuple(accelerator)[:2])
-    if backend == "rocm" and accelerator:
-        return "rocm" + accelerator
-    return {"cuda": "cu<XY>", "rocm": "rocm<X.Y>"}.get(backend, "cpu")
+    """The build's name (bdiag/contracts/buildtag.py), a placeholder when the accelerator is unknown."""
+    try:
+        return build_tag(backend, accelerator)
+    except ValueError:
+        return {"cuda": "cu<XY>", "rocm": "rocm<X.Y>"}.get(backend, "cpu")
 
 
 def index_url(backend: str, accelerator: str) -> str:

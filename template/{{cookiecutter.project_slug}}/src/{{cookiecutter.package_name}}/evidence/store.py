@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .contracts.runid import is_run_id
 from .errors import ConfigError, RunExistsError
 
-RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
@@ -30,7 +29,7 @@ def new_run_id() -> str:
 
 
 def check_run_id(run_id: str) -> str:
-    if not RUN_ID_RE.fullmatch(run_id):
+    if not is_run_id(run_id):
         raise ConfigError(f"run ID {run_id!r} is not usable as a folder name.", "Use letters, digits, '.', '_' and '-' (at most 80).")
     return run_id
 

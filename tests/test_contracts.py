@@ -529,11 +529,11 @@ def test_the_context_the_export_and_check_agree_on_what_is_a_secret(tmp_path):
         assert (path in withheld) is secret, ("context", path)
         assert (path in left_behind) is secret, ("export", path)
         assert (path in flagged) is secret, ("check", path)
-    assert set(exported.secrets_withheld) == {path for path, secret in table.items() if secret}
+    assert set(exported.withheld) == {path for path, secret in table.items() if secret}
 
 
 def test_a_private_key_is_a_secret_by_its_content_whatever_its_name(tmp_path):
-    from bundler.image.context import looks_secret
+    from bundler.contracts.secrets import looks_secret
 
     key = tmp_path / "deploy_material"
     key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nabc\n-----END OPENSSH PRIVATE KEY-----\n")

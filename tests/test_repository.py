@@ -19,6 +19,7 @@ FLOORS = (
     ("bundler.__main__",),
     ("bundler.launch",),
     ("bundler.cli",),
+    ("bundler.adopt",),
     ("bundler.portability",),
     ("bundler.diagnose", "bundler.jobs"),
     ("bundler.image",),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
+from pathlib import Path
 
 # Each pattern is matched against one path part, or "a/b" against two consecutive parts.
 SECRET_PATTERNS = (
@@ -138,3 +139,14 @@ def is_secret_content(head: bytes) -> bool:
 def find_tokens(text: str) -> list[str]:
     """The kinds of token ``text`` holds ([] when none)."""
     return [label for label, pattern in TOKEN_PATTERNS if pattern.search(text)]
+
+
+def looks_secret(relative: str, path: Path | None = None) -> bool:
+    """A secret by its name or a folder's name above it, or by a private key in its first bytes:
+    the one rule of the build context, `runs export`, `bundler run` and `bundler check`."""
+    if is_secret_path(relative):
+        return True
+    if path is not None and path.is_file() and not path.is_symlink() and path.stat().st_size < 64 * 1024:
+        with open(path, "rb") as handle:
+            return is_secret_content(handle.read(HEAD_BYTES))
+    return False

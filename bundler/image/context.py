@@ -21,7 +21,7 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.contracts.secrets import HEAD_BYTES, is_secret_content, is_secret_path
+from bundler.contracts.secrets import looks_secret
 from bundler.image import layout
 from bundler.resources import diagnostics_folder, resource_path
 from bundler.target.bundle import Bundle
@@ -72,17 +72,6 @@ def is_ignored(patterns: list[str], relative: str) -> bool:
 def _prefixes(relative: str) -> list[str]:
     parts = relative.split("/")
     return ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
-
-
-def looks_secret(relative: str, path: Path | None = None) -> bool:
-    """A secret by its name or a folder's name above it, or by a private key in its first bytes
-    (contracts/secrets.py: the rule `runs export` and `bundler check` apply too)."""
-    if is_secret_path(relative):
-        return True
-    if path is not None and path.is_file() and not path.is_symlink() and path.stat().st_size < 64 * 1024:
-        with open(path, "rb") as handle:
-            return is_secret_content(handle.read(HEAD_BYTES))
-    return False
 
 
 @dataclass

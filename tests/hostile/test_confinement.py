@@ -114,7 +114,7 @@ def test_an_export_leaves_the_runs_secrets_behind_and_names_them(finished, tmp_p
         (good / name).write_text("secret-value\n")
     outcome = run(["runs", "export", str(good), str(tmp_path / "copy"), "--no-reload", "--json"], cwd=finished)
     document = json.loads(outcome.stdout)
-    assert sorted(document["secrets_withheld"]) == [".env", ".huggingface/token", "kaggle.json"], outcome.stderr
+    assert sorted(document["withheld_as_secrets"]) == [".env", ".huggingface/token", "kaggle.json"], outcome.stderr
     copied = {path.relative_to(tmp_path / "copy").as_posix() for path in (tmp_path / "copy").rglob("*") if path.is_file()}
     assert copied and not copied & {".env", "kaggle.json", ".huggingface/token"}
     listed = (good / "SHA256SUMS").read_text().split()

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.lock.installcheck import torch_build_check
+from bundler.image.checks import torch_build_args
 
+REPO = Path(__file__).resolve().parents[1]
 HOST_PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 BUNDLE = """\
 # my comment stays
@@ -74,10 +76,12 @@ def run_install_check(
     """The lock where it runs, with ``python`` (a venv's interpreter): hashed install, pip check, torch's build
     (the program the dependency checks run in an image); stops at the first failure."""
     install = [python, "-m", "pip", "install", "--require-hashes", "--no-deps", *pip_args, "-r", str(lock)]
-    steps = {"install": install, "pip check": [python, "-m", "pip", "check"], "import torch": [python, "-c", torch_build_check(target)]}
+    torch_check = [python, "-m", "bundler.inimage.torchbuild", *torch_build_args(target)]  # bundler's source on the path, as in an image
+    steps = {"install": install, "pip check": [python, "-m", "pip", "check"], "import torch": torch_check}
     output, stdout = "", ""
     for name, argv in steps.items():
-        completed = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+        step_env = {**(os.environ if env is None else env), "PYTHONPATH": str(REPO)} if argv is torch_check else env
+        completed = subprocess.run(argv, capture_output=True, text=True, env=step_env, timeout=timeout)
         output, stdout = completed.stdout + completed.stderr, completed.stdout
         if completed.returncode != 0:
             return InstallCheck(False, name, output.strip()[-4000:])

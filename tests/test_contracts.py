@@ -13,6 +13,7 @@ import dataclasses
 import importlib
 import importlib.util
 import json
+import os
 import random
 import subprocess
 import sys
@@ -373,16 +374,16 @@ TORCH_BUILDS = [  # (installed version, cuda, hip), (backend, accelerator), the 
 
 
 def installcheck_verdict(tmp_path: Path, installed: tuple, target: tuple) -> bool:
-    """The lock's install check (the program the build runs in the image) over a stand-in torch module."""
-    from bundler.lock.installcheck import torch_build_check
+    """The build's torch check (bundler/inimage/torchbuild.py, as the image runs it) over a stand-in torch module."""
+    from bundler.image.checks import torch_build_args
     from bundler.target.bundle import Target
 
     stub = tmp_path / "stub" / "torch"
     stub.mkdir(parents=True, exist_ok=True)
     version, cuda, hip = installed
     (stub / "__init__.py").write_text(f"__version__ = {version!r}\nclass version:\n    cuda = {cuda!r}\n    hip = {hip!r}\n")
-    program = torch_build_check(Target(target[0], target[1], "2.13.0", "3.11"))
-    completed = subprocess.run([sys.executable, "-c", program], env={"PYTHONPATH": str(stub.parent)}, capture_output=True, text=True)
+    argv = [sys.executable, "-m", "bundler.inimage.torchbuild", *torch_build_args(Target(target[0], target[1], "2.13.0", "3.11"))]
+    completed = subprocess.run(argv, env={"PYTHONPATH": f"{stub.parent}{os.pathsep}{REPO}"}, capture_output=True, text=True)
     assert completed.returncode in (0, 1), completed.stderr
     return completed.returncode == 0
 

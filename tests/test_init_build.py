@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 def test_adopted_repository_locks_builds_and_runs_its_own_command(
-    tmp_path, docker_client, debian_python_image, cpu_torch_wheel, monkeypatch
+    tmp_path, docker_client, docker_engine, debian_python_image, cpu_torch_wheel, monkeypatch
 ):
     index = real_torch_index(tmp_path / "torchindex", cpu_torch_wheel)
     monkeypatch.setenv("BUNDLER_INDEX_MAP", f"https://download.pytorch.org/whl={index}")
@@ -44,6 +44,6 @@ def test_adopted_repository_locks_builds_and_runs_its_own_command(
         container.remove(force=True)
         assert code == 0 and "/opt/bundle/project" in logs and "requirements/common.txt" in logs and "No such file" in logs, logs
     finally:
-        remove_built(docker_client, data)
+        remove_built(docker_engine, data)
     after = tree_hashes(root)
     assert {name: after[name] for name in before} == before

@@ -106,12 +106,12 @@ def dockerignore(layout: Layout, keep: list[str]) -> str:
 def _drops_code(pattern: str, layout: Layout) -> bool:
     """A .gitignore rule that matches Python files the repository has (git keeps tracked files it
     ignores): left out of .dockerignore, so that no code of the repository is dropped from the image."""
-    from docker.utils.build import PatternMatcher
+    from bundler.engine.dockerignore import matcher
 
     if pattern.startswith("!"):
         return False
-    matcher = PatternMatcher([pattern])
-    return any(matcher.matches(prefix) for name in layout.python_files for prefix in _prefixes(name))  # type: ignore[arg-type]  # the stub says PathLike; docker wants a str
+    matches = matcher([pattern])
+    return any(matches(prefix) for name in layout.python_files for prefix in _prefixes(name))
 
 
 def _prefixes(relative: str) -> list[str]:

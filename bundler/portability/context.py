@@ -92,12 +92,19 @@ def is_remote(data: bytes, line_start: int, start: int) -> bool:
 
 # --- web paths ---------------------------------------------------------------------------------
 
-_WEB_ATTRIBUTE = re.compile(rb"(?i)(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+_WEB_ATTRIBUTE = re.compile(rb"(?i)(?<![\w-])(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+_WEB_KEY = re.compile(rb"(?i)(?:ur[il]|endpoint|route|api)\w*\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
+_HYDRA_DEFAULT = re.compile(rb"\s*-\s*(?:override\s+|optional\s+)*$")
 
 
 def is_web_path(data: bytes, line_start: int, start: int) -> bool:
-    """A path that is an HTML attribute's value (``href="/users/x"``) is a web address, not a folder."""
-    return _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None
+    """A path that is an HTML attribute's value (``href="/users/x"``), a URI's or a route's (``@app.route("/a/b")``)
+    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``)."""
+    if _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None:
+        return True
+    if _WEB_KEY.search(data, max(line_start, start - 40), start) is not None:
+        return True
+    return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 
 
 # --- portable per-user tool folders ---------------------------------------------------------

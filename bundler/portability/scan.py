@@ -36,9 +36,12 @@ YAML_SUFFIXES = (".yaml", ".yml")
 # Every finding contains one of these triggers: a fast search in C; the shapes then run
 # only on the lines that hold one.
 _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/|dev/shm|content/)")
+# Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", ":"
+# or at a line's start (machinepaths.portable_absolute then drops the system's own folders).
+_ABSOLUTE = re.compile(rb"(?:^|[\s\"'`=(\[,:>]|-[A-Za-z])/[A-Za-z_][\w.+-]*(?:/|[\"']\s*[+,])", re.M)
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
-    (b":", re.compile(rb":(?:\\|/(?!/))")),  # a drive: the letter before is checked in Python
+    (b":", re.compile(rb":(?:\\|/)")),  # a drive (C:\\, C:/, C://): the single letter before is checked in Python
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
     (b"@", re.compile(rb"@[\w.-]+:")),
@@ -163,7 +166,7 @@ class Scanner:
     def __init__(self, root: Path, root_literals: list[bytes], include_generated: bool = False) -> None:
         self.root = root
         self.include_generated = include_generated
-        self.patterns = shape_patterns(root_literals)
+        self.patterns = shape_patterns(root_literals, general=True)
         self.slash = re.compile(_SLASH.pattern[:-1] + b"".join(b"|" + re.escape(r[1:]) for r in root_literals if r.startswith(b"/")) + b")")
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
@@ -200,7 +203,7 @@ class Scanner:
                 if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) > len(head) // 20:
                     result.skipped.append(Skipped(relative, "binary file"))
                     return
-                if not self.include_generated and generated_file(head):
+                if not self.include_generated and generated_file(head, relative):
                     result.skipped.append(Skipped(relative, "generated file (scanned with --include-generated)"))
                     return
                 if size > max_bytes:
@@ -237,6 +240,7 @@ class Scanner:
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
         """Start offsets of the lines holding a trigger (empty: the file cannot hold a finding)."""
         hits = [m.start() for m in self.slash.finditer(data) if not _in_url(data, m.start())]
+        hits += [m.end() - 1 for m in _ABSOLUTE.finditer(data)]  # inside the path: its line
         for literal, trigger in _OTHER_TRIGGERS + (_CODE_TRIGGERS if code else ()):
             if literal in data:
                 found = [m.start() for m in trigger.finditer(data)]
@@ -284,8 +288,10 @@ class Scanner:
             return None
         if hit.group == "windows" and not _windows_path(hit.text, place.json):
             return None
-        if hit.group in ("home", "project", "temp") and context.is_web_path(data, line_start, hit.start):
+        if hit.group in ("home", "project", "temp", "absolute") and context.is_web_path(data, line_start, hit.start):
             return None
+        if hit.group == "absolute" and place.image:
+            return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
         if place.json and hit.group == "windows":  # in JSON text a single backslash starts an escape, never a folder
             escape = re.search(rb"(?<!\\)(?:\\\\)*\\(?!\\)", data[hit.start : end])
@@ -348,6 +354,11 @@ def _windows_path(text: str, json: bool) -> bool:
     return not (json and text[2] == "\\" and text[3:4] != "\\")
 
 
+# Files whose absolute paths are not this machine's: an image's own layout, ignore patterns
+# rooted at the repository (``/build`` in .gitignore).
+_IMAGE_FILE = re.compile(
+    r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.dockerfile$|^(?:docker-)?compose.*\.ya?ml$|^\.\w*ignore$|^\.gitattributes$"
+)
 HELPER_MARKER = b'"""Machine-specific paths of this project (written by `bundler paths --fix`'
 _OWN_BLOCK = re.compile(
     rb"^# --- path parameters \(written by `bundler paths --fix`\) ---$.*?^# --- end of path parameters ---$", re.M | re.S
@@ -361,6 +372,8 @@ class _Place:
         self.relative, self.data, self.category = relative, data, category
         self.yaml = relative.endswith(YAML_SUFFIXES)
         self.json = relative.endswith((".json", ".ipynb"))
+        name = os.path.basename(relative)
+        self.image = _IMAGE_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")
         self.notebook = NotebookLocator(data, types) if category == "notebook" else None
         self.remote = context.remote_lines(data) if b"ssh" in data else context.Spans([])
         own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None

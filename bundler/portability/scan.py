@@ -73,6 +73,7 @@ class Finding:
     rest: str = ""
     project_relative: str | None = None
     prefix_length: int = 0  # how much of ``text`` the parameter (or the project root) stands for
+    note: str = ""  # why --fix leaves it to a person (a ``~`` nothing expands, a folder built from a user name)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -235,7 +236,10 @@ class Scanner:
             if encoding != "utf-8":
                 result.encodings[relative] = encoding
         category = category_of(relative, data)
-        result.findings.extend(self.findings_in(relative, data, category, lines, types))
+        found = self.findings_in(relative, data, category, lines, types)
+        if b"scp" in data or b"rsync" in data or b"ssh" in data:
+            context.mark_remote_variables(data, found)
+        result.findings.extend(found)
 
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
         """Start offsets of the lines holding a trigger (empty: the file cannot hold a finding)."""
@@ -306,7 +310,10 @@ class Scanner:
         elif category != "docs" and self._portable(shape, found, data, end):
             category = "portable"
         target = classify(self.root, shape, found, self._exists)
-        if target.parameter is not None and category not in ("docs", "remote", "portable"):
+        note = _BY_HAND.get(shape, "")
+        if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
+            note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
+        if target.parameter is not None and category not in ("docs", "remote", "portable") and not note:
             target = self.registry.name(target)
         prefix = data[line_start : hit.start]
         column = len(prefix.decode("utf-8", errors="replace") if text is None or prefix.isascii() else decode(prefix)[0]) + 1
@@ -324,6 +331,7 @@ class Scanner:
             rest=target.rest,
             project_relative=target.relative,
             prefix_length=target.prefix_length,
+            note=note,
         )
 
     @staticmethod
@@ -343,6 +351,12 @@ class Scanner:
             self._exists_cache[relative] = os.path.lexists(self.root / relative)
         return self._exists_cache[relative]
 
+
+UNEXPANDED_TILDE = "nothing here expands ~ (no expanduser around it): in Python it is a folder named ~, not the home; change it by hand"
+_BY_HAND = {
+    "home-built": "a home folder built from a user name: make the whole folder a parameter by hand",
+    "absolute-built": "a folder built from parts at run time: make it a parameter by hand",
+}
 
 _ESCAPE_NOT_PATH = re.compile(r"[A-Za-z]:\\[A-Za-z]")
 
@@ -371,6 +385,7 @@ class _Place:
     def __init__(self, relative: str, data: bytes, category: str, types) -> None:
         self.relative, self.data, self.category = relative, data, category
         self.yaml = relative.endswith(YAML_SUFFIXES)
+        self.python = relative.endswith(PYTHON_SUFFIXES)
         self.json = relative.endswith((".json", ".ipynb"))
         name = os.path.basename(relative)
         self.image = _IMAGE_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")

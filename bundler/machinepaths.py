@@ -237,6 +237,16 @@ _PORTABLE_UNDER = {
 }
 
 
+def _portable_lookahead() -> bytes:
+    """A negative lookahead that skips the portable absolute paths in a regex: ``/(?!usr/lib/|etc/|…)``."""
+    roots = sorted(_PORTABLE_ROOTS - set(_PORTABLE_UNDER))
+    under = [root + "/(?:" + "|".join(sorted(names)) + ")" for root, names in sorted(_PORTABLE_UNDER.items())]
+    return ("(?!(?:" + "|".join(roots + under) + r")(?:/|\b(?![.-])))").encode()
+
+
+PORTABLE_LOOKAHEAD = _portable_lookahead()
+
+
 def portable_absolute(text: str) -> bool:
     """Is this absolute path the same on every machine (``/usr/lib/…``, ``/opt/conda/…``, ``/dev/null``)?"""
     parts = [p for p in text.split("/") if p]

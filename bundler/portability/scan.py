@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.machinepaths import line_hits, shape_patterns, word_byte
+from bundler.machinepaths import PORTABLE_LOOKAHEAD, line_hits, shape_patterns, word_byte
 from bundler.portability import context
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
@@ -36,15 +36,19 @@ YAML_SUFFIXES = (".yaml", ".yml")
 # Every finding contains one of these triggers: a fast search in C; the shapes then run
 # only on the lines that hold one.
 _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/|dev/shm|content/)")
-# Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", ":"
-# or at a line's start (machinepaths.portable_absolute then drops the system's own folders).
-_ABSOLUTE = re.compile(rb"(?:^|[\s\"'`=(\[,:>]|-[A-Za-z])/[A-Za-z_][\w.+-]*(?:/|[\"']\s*[+,])", re.M)
+# Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
+# flag or at a line's start, but the system's own folders (machinepaths' portable roots).
+_ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
+    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))" + PORTABLE_LOOKAHEAD + rb"[A-Za-z_][\w.+-]*(?:/|[\"']\s*[+,])"
+)
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
     (b":", re.compile(rb":(?:\\|/)")),  # a drive (C:\\, C:/, C://): the single letter before is checked in Python
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
     (b"@", re.compile(rb"@[\w.-]+:")),
+    (b"rsync", re.compile(rb"rsync")),  # host:path without a user, on a copying command's line
+    (b"scp", re.compile(rb"scp")),
 )
 _CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
     (b"HOME", re.compile(rb"HOME[\"']")),
@@ -244,7 +248,7 @@ class Scanner:
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
         """Start offsets of the lines holding a trigger (empty: the file cannot hold a finding)."""
         hits = [m.start() for m in self.slash.finditer(data) if not _in_url(data, m.start())]
-        hits += [m.end() - 1 for m in _ABSOLUTE.finditer(data)]  # inside the path: its line
+        hits += [m.start() for m in _ABSOLUTE.finditer(data)]
         for literal, trigger in _OTHER_TRIGGERS + (_CODE_TRIGGERS if code else ()):
             if literal in data:
                 found = [m.start() for m in trigger.finditer(data)]

@@ -1,3 +1,3 @@
-from bundler.cli import main
+from bundler.launch import main
 
 main()

@@ -138,6 +138,7 @@ def from_os_error(error: OSError, doing: str = "") -> FileSystemError:
     """An OSError as one paragraph naming the path, with the hint that fits its cause."""
     import errno
 
+    error = _first_of_copy(error)
     path = error.filename
     reason = error.strerror or str(error)
     hints = {
@@ -151,6 +152,7 @@ def from_os_error(error: OSError, doing: str = "") -> FileSystemError:
         errno.ENOENT: "Check that the path exists (a dangling symbolic link counts as missing).",
         errno.EISDIR: "That path is a folder; name a file.",
         errno.ELOOP: "That path loops through symbolic links: resolve the links.",
+        errno.EFBIG: "A file grew past what this file system or your limits allow (`ulimit -f`): free space or raise the limit.",
     }
     where = f" {path}" if path else ""
     what = f"{doing}: " if doing else ""
@@ -159,6 +161,37 @@ def from_os_error(error: OSError, doing: str = "") -> FileSystemError:
         hint=hints.get(error.errno, "Check that path, then run the command again."),
         path=path,
     )
+
+
+def _first_of_copy(error: OSError) -> OSError:
+    """shutil.copytree's Error carries a list of (source, destination, text) for every file it
+    could not copy; the first of them, as the OSError it was, stands for all (the rest counted)."""
+    import re
+    import shutil
+
+    failures = error.args[0] if isinstance(error, shutil.Error) and error.args and isinstance(error.args[0], list) else None
+    if not failures or not isinstance(failures[0], tuple) or len(failures[0]) != 3:
+        return error
+    source, destination, text = (str(part) for part in failures[0])
+    number = re.match(r"\[Errno (\d+)\] ([^:]+)", text)
+    reason = number.group(2) if number else text
+    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    return OSError(int(number.group(1)) if number else None, f"copying {source} failed: {reason}{more}", destination)
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP while a command runs (bundler/launch.py): cleanup runs as for
+    Ctrl-C, and the exit code is 128 + the signal's number."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 class NotCheckedError(BundlerError):

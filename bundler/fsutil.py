@@ -11,12 +11,16 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from bundler.errors import FileSystemError, ProjectFileError
+from bundler.errors import FileSystemError, ProjectFileError, from_os_error
 
 MAX_INT = 2**63 - 1  # TOML's integer range
+BACKUP_DIR = ".bundler/backups"
+MAX_SHOWN_NAME = 120  # characters of a name kept in a temporary name beside it
+TOO_DEEP = "its brackets nest deeper than any document of this kind does"
 
 
 def _reject_constant(name: str) -> None:
@@ -24,8 +28,12 @@ def _reject_constant(name: str) -> None:
 
 
 def parse_json(text: str) -> object:
-    """JSON as the standard defines it: NaN and Infinity are refused, not read as floats."""
-    return json.loads(text, parse_constant=_reject_constant)
+    """JSON as the standard defines it: NaN and Infinity are refused, not read as floats, and
+    nesting deeper than the parser can follow is a ValueError like any other malformed text."""
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ValueError(TOO_DEEP) from None
 
 
 def read_json(path: Path, *, hint: str) -> object:
@@ -91,9 +99,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     replaced one keeps its own; a failure names ``path``, not the temporary file.
     """
     path = Path(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        with naming(path), open(path, "wb") as stream:  # a device or a pipe (-o /dev/stdout) is written to, never replaced
+            stream.write(data)
+        return
     with naming(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=temporary_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         with naming(path):
             with os.fdopen(fd, "wb") as handle:
@@ -116,13 +128,19 @@ def atomic_write_json(path: Path, data: object) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
+def temporary_prefix(path: Path) -> str:
+    """The hidden name a temporary file or staging folder beside ``path`` starts with: the name
+    cut short, so that a name at the file system's limit (255 bytes) still has room for it."""
+    return f".{Path(path).name[:MAX_SHOWN_NAME]}."
+
+
 @contextlib.contextmanager
 def naming(path: Path) -> Iterator[None]:
     """An OSError raised inside names ``path`` (what the user asked for), not a temporary name."""
     try:
         yield
     except OSError as error:
-        if error.filename is None or Path(error.filename).name.startswith(f".{Path(path).name}."):
+        if error.filename is None or Path(error.filename).name.startswith(temporary_prefix(path)):
             raise OSError(error.errno, error.strerror, str(path)) from None
         raise
 
@@ -140,7 +158,7 @@ def staged_directory(dest: Path) -> Iterator[Path]:
         with naming(dest):
             for parent in made:
                 parent.mkdir()
-            staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".partial", dir=dest.parent))
+            staging = Path(tempfile.mkdtemp(prefix=temporary_prefix(dest), suffix=".partial", dir=dest.parent))
     except OSError as error:
         _remove_made(made)
         if error.errno == errno.ENOENT and dest.parent.is_dir():  # /proc, /sys: the folder exists but takes no new entries
@@ -161,6 +179,110 @@ def staged_directory(dest: Path) -> Iterator[Path]:
         remove_tree(staging)
         _remove_made(made)
         raise
+
+
+def replace_with_backups(root: Path, writes: Sequence[tuple[str, bytes | None]], doing: str) -> tuple[str, list[str]]:
+    """Write every file of ``writes`` into ``root`` (``None`` removes it), all or nothing.
+
+    Every new file is first staged under ``.bundler/backups/``, so that nothing is touched
+    until all of them could be written; then every file that exists is copied byte for byte
+    under ``.bundler/backups/<stamp>/``, a journal of what is about to change is written
+    beside it, and the staged files are moved in. On any failure or interrupt, every file is
+    put back and the backups and staging removed: the project is left as it was. A process
+    killed while moving in leaves its journal, and ``put_back_unfinished`` undoes it.
+    Returns the backup folder (relative to ``root``) and the paths changed.
+    """
+    root = Path(root)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    backups, number = root / BACKUP_DIR / stamp, 1
+    while any(path.exists() for path in _companions(backups)):
+        number += 1
+        backups = root / BACKUP_DIR / f"{stamp}-{number}"
+    backups, staging, journal = _companions(backups)
+    made = [p for p in (root / ".bundler", root / BACKUP_DIR) if not p.exists()]
+    moved: list[tuple[str, bool]] = []  # (path, existed), each noted before it is touched
+    folders: list[str] = []  # the folders moving in creates
+    try:
+        for relative, data in writes:
+            if data is not None:
+                atomic_write_bytes(staging / relative, data)
+        existed = {relative: (root / relative).exists() for relative, _ in writes}
+        folders = sorted({folder for relative, data in writes if data is not None for folder in _missing_parents(root, relative)})
+        for relative in (relative for relative, _ in writes if existed[relative]):
+            (backups / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / relative, backups / relative)
+        atomic_write_json(journal, {"writes": [[relative, existed[relative]] for relative, _ in writes], "folders": folders})
+        for relative, data in writes:
+            moved.append((relative, existed[relative]))
+            _move_in(root / relative, None if data is None else staging / relative)
+        journal.unlink()
+    except BaseException as error:
+        _put_back(root, moved, backups, [root / folder for folder in folders] + made)
+        if isinstance(error, OSError):
+            raise from_os_error(error, f"{doing} put every file back") from None
+        raise
+    remove_tree(staging)
+    return str(backups.relative_to(root)), [relative for relative, _ in writes]
+
+
+def put_back_unfinished(root: Path, *, apply: bool = True) -> list[str]:
+    """The backup folders of writes a killed process left half done (``replace_with_backups``), each undone unless not ``apply``."""
+    root = Path(root)
+    undone = []
+    for journal in sorted((root / BACKUP_DIR).glob("*.journal.json")):
+        backups = journal.with_name(journal.name[: -len(".journal.json")])
+        undone.append(str(backups.relative_to(root)))
+        if not apply:
+            continue
+        document = read_json(journal, hint=f"Put the files back from {backups} by hand, then remove {journal}.")
+        document = document if isinstance(document, dict) else {}
+        entries = [entry for entry in document.get("writes", []) if isinstance(entry, list) and len(entry) == 2]
+        moved = [(str(relative), bool(existed)) for relative, existed in entries if _inside(str(relative))]
+        folders = [root / str(folder) for folder in document.get("folders", []) if _inside(str(folder))]
+        _put_back(root, moved, backups, folders)
+    return undone
+
+
+def _companions(backups: Path) -> tuple[Path, Path, Path]:
+    """The backup folder, its staging folder and its journal."""
+    return backups, backups.with_name(backups.name + ".staging"), backups.with_name(backups.name + ".journal.json")
+
+
+def _missing_parents(root: Path, relative: str) -> list[str]:
+    parts = Path(relative).parts
+    folders = [Path(*parts[:end]) for end in range(1, len(parts))]
+    return [folder.as_posix() for folder in folders if not (root / folder).exists()]
+
+
+def _inside(relative: str) -> bool:
+    path = Path(relative)
+    return bool(relative) and not path.is_absolute() and ".." not in path.parts
+
+
+def _move_in(target: Path, staged: Path | None) -> None:
+    if staged is None:
+        target.unlink(missing_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        os.chmod(staged, target.stat().st_mode & 0o7777)  # a replaced file keeps its permissions
+    os.replace(staged, target)
+
+
+def _put_back(root: Path, moved: list[tuple[str, bool]], backups: Path, made: list[Path]) -> None:
+    for relative, existed in reversed(moved):
+        if existed:
+            shutil.copy2(backups / relative, root / relative)
+        else:
+            (root / relative).unlink(missing_ok=True)
+    for folder in _companions(backups):
+        if folder.is_dir():
+            remove_tree(folder)
+        elif folder.exists():
+            folder.unlink()
+    for folder in sorted(made, key=lambda path: len(path.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def remove_tree(folder: Path) -> None:

@@ -18,12 +18,21 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bundler.errors import UsageError
+from bundler.errors import FileSystemError, UsageError
 
 
 def cache_dir() -> Path:
-    path = Path(os.environ.get("BUNDLER_CACHE_DIR") or Path.home() / ".cache" / "bundler").expanduser()
-    path.mkdir(parents=True, exist_ok=True)
+    named = os.environ.get("BUNDLER_CACHE_DIR")
+    path = Path(named or Path.home() / ".cache" / "bundler").expanduser()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        where = "BUNDLER_CACHE_DIR names" if named else "bundler's cache folder is"
+        raise FileSystemError(
+            f"{where} {path}, which is not a folder (it, or a folder above it, is a file).",
+            hint="Point BUNDLER_CACHE_DIR at a folder, or at a path that does not exist yet (e.g. ~/.cache/bundler).",
+            path=path,
+        ) from None
     return path
 
 

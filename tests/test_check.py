@@ -100,6 +100,7 @@ def test_a_sound_project_passes_every_item_but_the_missing_lock(project):
         ".dockerignore covers secrets and runs/": "pass",
         "entry command declared": "pass",
         "README has install, launch and check sections": "pass",
+        "template as new as the installed one": "not checked",
     }
     assert item(project, "lock").detail.startswith("missing:")
 
@@ -108,7 +109,7 @@ def test_cli_prints_one_line_per_item_and_exits_1(project):
     completed = run_cli("check", str(project))
     assert completed.returncode == 1
     lines = [line for line in completed.stderr.splitlines() if line.startswith("[")]
-    assert len(lines) == 8
+    assert len(lines) == 9
     assert "hint: Run `bundler lock`" in completed.stderr
 
 
@@ -116,7 +117,7 @@ def test_cli_json(project):
     completed = run_cli("check", str(project), "--json")
     report = json.loads(completed.stdout)
     assert report["ok"] is False
-    assert [set(i) for i in report["items"]] == [{"name", "status", "detail", "hint"}] * 8
+    assert [set(i) for i in report["items"]] == [{"name", "status", "detail", "hint"}] * 9
 
 
 def test_cli_without_bundle_toml_is_a_project_file_error(tmp_path):

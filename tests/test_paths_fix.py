@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bundler import fsutil
 from bundler.portability import fix as pathfix
 from bundler.portability.classify import read_env_local
 from bundler.portability.python_rewrite import NOTEBOOK_IMPORT, PACKAGE_IMPORT
@@ -134,7 +135,7 @@ def test_nothing_is_lost(laptop_repo):
     for name in changed:
         assert (backups / name).read_bytes() == originals[name]
     gitignore = (laptop_repo / ".gitignore").read_text().splitlines()
-    assert ".env.local" in gitignore and ".bundler/" in gitignore
+    assert ".env.local" in gitignore and ".bundler/backups/" in gitignore  # the stored template render stays versioned
     declared = json.loads((laptop_repo / "config/paths.json").read_text())["paths"]
     assert declared == {name: "${" + name + "}" for name in fix["parameters"]}
 
@@ -259,7 +260,7 @@ def test_read_only_file_is_refused_under_fix(tmp_path):
 def test_a_failed_write_puts_every_file_back(tmp_path, monkeypatch):
     root = build_tree(tmp_path / "p", {"a.py": 'A = "/home/alice/data/a"\n', "b.py": 'B = "/home/alice/data/b"\n'})
     before = tree_digest(root)
-    real = pathfix.atomic_write_bytes
+    real = fsutil.atomic_write_bytes
     calls = []
 
     def failing(path, data):
@@ -268,7 +269,7 @@ def test_a_failed_write_puts_every_file_back(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device", str(path))
         real(path, data)
 
-    monkeypatch.setattr(pathfix, "atomic_write_bytes", failing)
+    monkeypatch.setattr(fsutil, "atomic_write_bytes", failing)
     with pytest.raises(Exception) as raised:
         pathfix.fix(root)
     assert raised.value.exit_code == 10 and "No space left on device" in raised.value.message

@@ -16,6 +16,7 @@ from tests.conftest import REPO
 # bundler's floors, top to bottom: a module imports only from its own package or a lower floor.
 FLOORS = (
     ("bundler.__main__",),
+    ("bundler.launch",),
     ("bundler.cli",),
     ("bundler.portability",),
     ("bundler.diagnose", "bundler.jobs"),

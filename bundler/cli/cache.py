@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import math
 from typing import Annotated
 
 import typer
 
 from bundler.cli.options import JsonFlag, handles_errors
 from bundler.cli.output import Output
+from bundler.errors import UsageError
 
 cache_app = typer.Typer(
     help="List and prune what builds keep: the wheel cache and bundler's dependency and builder images.",
@@ -70,7 +72,7 @@ def prune_command(
     wheels: Annotated[bool, typer.Option("--wheels", help="Only the wheel cache.")] = False,
     older_than: Annotated[
         float,
-        typer.Option("--older-than", metavar="DAYS", min=0, help="Keep what was used (files) or made (images) in the last DAYS days."),
+        typer.Option("--older-than", metavar="DAYS", help="Keep what was used (files) or made (images) in the last DAYS days."),
     ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go; remove nothing.")] = False,
     json_output: JsonFlag = False,
@@ -78,6 +80,12 @@ def prune_command(
     """Remove bundler's unused images and cached wheels; never an image or file bundler did not make."""
     from bundler.image.cache import prune
 
+    if not math.isfinite(older_than) or older_than < 0:
+        raise UsageError(
+            f"--older-than {older_than} is not a number of days.",
+            hint="Give DAYS as a finite number of at least 0, e.g. --older-than 30 (0 keeps nothing by age).",
+            value=str(older_than),
+        )
     out = Output(json_output)
     both = not images and not wheels
     result = prune(

@@ -18,7 +18,9 @@ def register(app: typer.Typer) -> None:
     @app.command("new")
     @handles_errors
     def new_command(
-        dest: Annotated[Path, typer.Argument(help="Folder to create (must not exist, or be empty).", show_default=False, readable=False)],
+        destination: Annotated[
+            str, typer.Argument(metavar="DEST", help="Folder to create (must not exist, or be empty).", show_default=False)
+        ],
         backend: Annotated[Optional[str], typer.Option(help="cuda, rocm or cpu (default cpu).", show_default=False)] = None,
         name: Annotated[Optional[str], typer.Option(help="Human name of the project (default: from DEST).", show_default=False)] = None,
         set_: Annotated[
@@ -31,6 +33,7 @@ def register(app: typer.Typer) -> None:
         from bundler import scaffold
 
         out = Output(json_output)
+        dest = _destination(destination)
         settings = parse_settings(set_ or [])
         if not no_input and not json_output and sys.stdin.isatty():
             settings = _prompt(settings, backend)
@@ -40,6 +43,17 @@ def register(app: typer.Typer) -> None:
         folder = str(dest) if not str(dest).startswith("-") else f"./{dest}"  # `cd -x` would read an option
         out.say(f"Next: cd {shlex.quote(folder)} && PYTHONPATH=src python -m {answers['package_name']}.pilot --config config/pilot.json")
         out.result({"ok": True, "dest": str(result.dest), "files": result.files, "answers": answers})
+
+
+def _destination(text: str) -> Path:
+    """DEST as given; an empty one (an unset "$DEST" in a script) is refused, never read as the current folder."""
+    if not text.strip():
+        raise UsageError(
+            "DEST is empty.",
+            hint="Name the folder to create, e.g. `bundler new invoice-pilot`; to use the current (empty) folder, say `.`.",
+            value=text,
+        )
+    return Path(text)
 
 
 def parse_settings(pairs: list[str]) -> dict[str, str]:

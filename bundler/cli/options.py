@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from bundler.cli.output import write_document
-from bundler.errors import BundlerError, ExternalError, from_os_error
+from bundler.errors import BundlerError, ExternalError, Interrupted, from_os_error
 
 JsonFlag = Annotated[
     bool,
@@ -28,7 +28,7 @@ ProjectArg = Annotated[
     Optional[Path],
     typer.Argument(help="Project folder holding bundle.toml (default: the current folder).", show_default=False, readable=False),
 ]
-INTERRUPTED = 130
+INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP exit 128 + their number (bundler/launch.py)
 
 
 def fail(error: BundlerError, json_mode: bool) -> typer.Exit:
@@ -55,9 +55,10 @@ def handles_errors(command: Callable) -> Callable:
             raise fail(error, json_mode) from None
         except OSError as error:
             raise fail(_os_failure(error), json_mode) from None
-        except KeyboardInterrupt:
-            print("Interrupted; what was being written was left as it was before (writes are atomic).", file=sys.stderr)
-            raise typer.Exit(INTERRUPTED) from None
+        except KeyboardInterrupt as interrupt:
+            signal_name = f" by {interrupt}" if isinstance(interrupt, Interrupted) else ""
+            print(f"Interrupted{signal_name}; what was being written was left as it was before (writes are atomic).", file=sys.stderr)
+            raise typer.Exit(interrupt.exit_code if isinstance(interrupt, Interrupted) else INTERRUPTED) from None
 
     return wrapper
 

@@ -13,6 +13,20 @@ def write_document(data: dict) -> None:
     sys.stdout.flush()
 
 
+MIN_WIDTH = 60  # narrower, a table's cells shrink to nothing; wider lines wrap in the terminal instead
+
+
+def literal(value: object):
+    """``value`` as Rich text that is never read as markup: ``[/mnt/data]`` stays what the user wrote.
+
+    The one place user text meets Rich: ``say`` prints without markup, tables and progress
+    descriptions take their text through here.
+    """
+    from rich.text import Text
+
+    return Text(str(value))
+
+
 class Output:
     """Collects what a command says; with ``json_mode`` the human text stays off stdout."""
 
@@ -28,6 +42,8 @@ class Output:
             self._console = Console(
                 stderr=True, highlight=False, soft_wrap=True, emoji=False
             )  # text is printed as given: a:smile:b stays a path
+            if self._console.width < MIN_WIDTH:  # COLUMNS=1 or a tiny pane: tables would shrink to empty borders
+                self._console.width = MIN_WIDTH
         return self._console
 
     def say(self, text: str = "", *, style: str | None = None) -> None:
@@ -37,11 +53,11 @@ class Output:
     def table(self, title: str | None, columns: list[str], rows: list[list[Any]]) -> None:
         from rich.table import Table
 
-        table = Table(title=title, show_lines=False)
+        table = Table(title=literal(title) if title is not None else None, show_lines=False)
         for column in columns:
-            table.add_column(column)
+            table.add_column(literal(column))
         for row in rows:
-            table.add_row(*(str(cell) for cell in row))
+            table.add_row(*(literal(cell) for cell in row))
         self.console.print(table)
 
     def result(self, data: dict) -> None:

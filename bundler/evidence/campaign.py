@@ -24,6 +24,7 @@ DURATIONS = (3, 7, 30)
 MAX_LOTS = 10
 PRIORITIES = ("essential", "useful", "exploratory")
 CENT = Decimal("0.01")
+EXACT_USD = Decimal("0.000001")  # a price list's precision: more digits than this is a quotient
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,7 @@ def planned_vs_actual(campaign: Campaign, rows: list) -> list[dict]:
         if not step.runs:
             continue
         matched = [row for row in rows if any(fnmatch.fnmatchcase(row.run_id, pattern) for pattern in step.runs)]
-        seconds = sum(Decimal(str(row.seconds)) for row in matched if isinstance(row.seconds, (int, float)))
+        seconds = sum((Decimal(str(row.seconds)) for row in matched if row.seconds is not None), Decimal(0))
         actual = (seconds / 3600).quantize(Decimal("0.001"))
         lines.append(
             {
@@ -326,7 +327,12 @@ def delivery_cost(campaign: Campaign, rows: list) -> dict:
 
 
 def money(amount: Decimal) -> str:
-    return str(amount.quantize(CENT, rounding=ROUND_HALF_UP))
+    """USD as written: cents at least, and a price given in fractions of a cent (47.145) kept
+    whole, so a shown price times the lots is the shown total; a quotient is rounded to cents."""
+    exact = amount.quantize(EXACT_USD, rounding=ROUND_HALF_UP)
+    if exact != amount or exact == exact.quantize(CENT):
+        return str(amount.quantize(CENT, rounding=ROUND_HALF_UP))
+    return format(exact.normalize(), "f")
 
 
 def hours(amount: Decimal) -> str:

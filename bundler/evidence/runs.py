@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import math
 import os
 import re
 import shlex
@@ -21,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
 from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes
 from bundler.evidence.verify import Verification, verify_run
-from bundler.fsutil import atomic_write_text, naming, read_json, staged_directory, umask
+from bundler.fsutil import atomic_write_text, naming, parse_json, read_json, staged_directory, umask
 
 DECISIONS = ("launch", "fix-env", "revise-config")
 DECISIONS_FILE = "decisions.jsonl"
@@ -153,6 +154,16 @@ class RunRow:
         return self.__dict__.copy()
 
 
+MAX_RUN_SECONDS = 10 * 366 * 86400  # a run's recorded duration past ten years is no measurement
+
+
+def duration(value: object) -> float | None:
+    """A run's recorded duration in seconds, or None when it is no duration (NaN, negative, text, 1e30)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and 0 <= value <= MAX_RUN_SECONDS else None
+
+
 def verdict(run_dir: Path, *, reload: bool = True, python: str | None = None) -> tuple[str, list[str]]:
     """accepted / stopped / incomplete / failed, with the reasons: `runs verify`'s own verdict."""
     verification = verify_run(run_dir, reload=reload, python=python, reload_failed=False)
@@ -181,7 +192,7 @@ def collect_runs(project: Path, *, reload: bool = True, python: str | None = Non
                 status=status,
                 accepted=summary.get("accepted"),
                 rejected=summary.get("rejected"),
-                seconds=summary.get("seconds"),
+                seconds=duration(summary.get("seconds")),
                 input_sha256=manifest.get("input_manifest_sha256"),
                 decision=decisions[-1] if decisions else None,
                 reasons=reasons,
@@ -231,7 +242,7 @@ def read_decisions(run_dir: Path) -> list[dict]:
     decisions = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            decisions.append(json.loads(line))
+            decisions.append(parse_json(line))
         except ValueError:
             continue
     return decisions

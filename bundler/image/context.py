@@ -44,6 +44,7 @@ DEFAULT_IGNORES = (
     ".cache",
     ".tox",
     "**/.DS_Store",
+    ".bundler",  # bundler's own state: backups of rewritten files, the stored template render
 )
 # Secret-looking files: never sent (applied after the project's rules), always listed.
 SECRET_FILE_PATTERNS = (

@@ -106,7 +106,7 @@ class Progress:
         console = Console(stderr=True, highlight=False, soft_wrap=True)
         self._bar = RichProgress(
             SpinnerColumn(),
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),  # a Dockerfile step is the user's text, not markup
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),

@@ -9,6 +9,7 @@ included file (``input_text``), so editing ``common.txt`` makes the lock stale.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +70,13 @@ def read_lines(root: Path) -> list[SourceLine]:
             hint="Create it with one requirement per line, e.g. `torch==2.13.0` and `numpy`.",
             path=first,
         )
+    if root not in first.resolve().parents:
+        raise ProjectFileError(
+            f"{first} is a link to {first.resolve()}, outside the project: it would not travel with it.",
+            hint="Copy the file into the project in place of the link "
+            f"(cp --remove-destination {shlex.quote(str(first.resolve()))} {shlex.quote(str(first))}).",
+            path=first,
+        )
     return _expand(root, first, ())
 
 
@@ -122,7 +130,7 @@ def _included_file(root: Path, line: SourceLine, named: str) -> Path:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte order mark, as Windows editors write it, is no part of line 1
     except UnicodeDecodeError as error:
         raise ProjectFileError(f"{path} is not UTF-8 text (byte {error.start}).", hint="Save it as UTF-8.", path=path) from None
 

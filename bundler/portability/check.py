@@ -326,6 +326,27 @@ def readme_headings(text: str) -> list[str]:
     return headings
 
 
+def check_template(bundle: Bundle) -> Item:
+    from bundler.scaffold import ANSWERS_FILE, template_version, version_order
+
+    name = "template as new as the installed one"
+    if not (bundle.root / ANSWERS_FILE).is_file():
+        return Item(name, NOT_CHECKED, f"no {ANSWERS_FILE}: not made by `bundler new`, so no template to compare")
+    record = _load_json(bundle.root / ANSWERS_FILE)
+    recorded = record.get("template_version") if isinstance(record, dict) else None
+    if not isinstance(recorded, str):
+        return Item(name, FAIL, f"{ANSWERS_FILE} records no template version", "Restore .bundler-answers.json from version control.")
+    installed = template_version()
+    if version_order(recorded) < version_order(installed):
+        return Item(
+            name,
+            FAIL,
+            f"made from template {recorded}; this bundler ships template {installed}",
+            "Run `bundler update --dry-run` to see the plan, then `bundler update`: your edits are kept, conflicts marked.",
+        )
+    return Item(name, PASS, f"template {recorded} (installed: {installed})")
+
+
 def _load_json(path: Path) -> object | str:
     """The parsed document, or the sentence saying why it could not be read."""
     try:
@@ -343,4 +364,5 @@ CHECKS = (
     check_dockerignore,
     check_entry,
     check_readme,
+    check_template,
 )

@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
-import time
 import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from bundler.errors import from_os_error
-from bundler.fsutil import atomic_write_bytes
+from bundler.fsutil import replace_with_backups
 from bundler.portability import scan as paths
 from bundler.portability.classify import ENV_LOCAL, read_env_local
 from bundler.portability.equivalence import omegaconf_problem, python_problem, python_unreadable
@@ -41,8 +38,6 @@ from bundler.portability.python_rewrite import manual, rewrite_python
 from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
 from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
 from bundler.portability.support import _env_local_text, _support_files
-
-BACKUP_DIR = ".bundler/backups"
 
 
 @dataclass
@@ -110,7 +105,7 @@ def fix(
     writes = [(r, p.data) for r, p in plans.items()] + [
         (r, t.encode("utf-8")) for r, t in _support_files(root, outcome.parameters, helper_dirs)
     ]
-    outcome.backup_dir, outcome.written = _apply(root, writes)
+    outcome.backup_dir, outcome.written = replace_with_backups(root, writes, "bundler paths --fix")
     return outcome
 
 
@@ -231,36 +226,3 @@ def _original_line(problem: str, import_line: int, import_lines: int) -> str:
     if line >= import_line + import_lines:
         line -= import_lines
     return f"{head}SyntaxError at line {line}){rest}"
-
-
-def _apply(root: Path, writes: list[tuple[str, bytes]]) -> tuple[str, list[str]]:
-    """Back up, then write every file; on any failure put everything back and leave no backup behind."""
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    backups, number = root / BACKUP_DIR / stamp, 1
-    while backups.exists():
-        number += 1
-        backups = root / BACKUP_DIR / f"{stamp}-{number}"
-    created = [p for p in (root / ".bundler", root / BACKUP_DIR) if not p.exists()]
-    written, made = [], []
-    try:
-        for relative, _ in writes:
-            target = root / relative
-            if target.exists():
-                destination = backups / relative
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(target, destination)
-        for relative, data in writes:
-            target = root / relative
-            existed = target.exists()
-            atomic_write_bytes(target, data)
-            (written if existed else made).append(relative)
-    except OSError as error:
-        for relative in written:
-            shutil.copy2(backups / relative, root / relative)
-        for relative in made:
-            (root / relative).unlink(missing_ok=True)
-        shutil.rmtree(backups, ignore_errors=True)
-        for folder in reversed(created):
-            shutil.rmtree(folder, ignore_errors=True)
-        raise from_os_error(error, "bundler paths --fix put every file back") from None
-    return str(backups.relative_to(root)), written + made

@@ -87,8 +87,8 @@ def _gitignore_text(root: Path) -> str | None:
     wanted = []
     if not any(fnmatch.fnmatch(ENV_LOCAL, pattern) for pattern in patterns):
         wanted.append(ENV_LOCAL)
-    if not any(pattern.rstrip("/") in (".bundler", ".bundler/*") for pattern in patterns):
-        wanted.append(".bundler/")
+    if not any(pattern.rstrip("/") in (".bundler", ".bundler/*", ".bundler/backups") for pattern in patterns):
+        wanted.append(".bundler/backups/")  # the rest of .bundler/ (the stored template render) is the project's
     if not wanted:
         return None
     if text and not text.endswith("\n"):

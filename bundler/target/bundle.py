@@ -308,10 +308,14 @@ def update_target(bundle: Bundle, target: Target) -> None:
     from bundler.fsutil import atomic_write_text
 
     validate_target(target)
-    document = tomlkit.parse(bundle.path.read_text(encoding="utf-8"))
+    text = bundle.path.read_bytes().decode("utf-8")  # not read_text: its newline translation would turn CRLF into LF
+    document = tomlkit.parse(text)
     section = document.setdefault("target", tomlkit.table())
     for key, value in asdict(target).items():
         if key == "torch_index" and value == "pytorch" and key not in section:
             continue  # the default stays implicit in files written before the key existed
         section[key] = value
-    atomic_write_text(bundle.path, tomlkit.dumps(document))
+    written = tomlkit.dumps(document)
+    if "\r\n" in text:
+        written = re.sub(r"(?<!\r)\n", "\r\n", written)  # lines tomlkit added take the file's own ending
+    atomic_write_text(bundle.path, written)

@@ -56,7 +56,14 @@ def write_json(path: str, report: dict) -> None:
 
 
 def write_text(path: str, text: str, suffix: str) -> None:
-    """Temporary file in the same folder, then os.replace: readers never see half a report."""
+    """Temporary file in the same folder, then os.replace: readers never see half a report.
+
+    A device or a pipe (``--json /dev/stdout``) is written to as it is, never replaced by a file.
+    """
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        with open(path, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        return
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".diagnostics-", suffix=f"{suffix}.tmp", dir=folder)

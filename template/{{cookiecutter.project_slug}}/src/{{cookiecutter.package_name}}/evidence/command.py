@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import store
 from .config import load_config
-from .errors import ConfigError, PilotError, StoppedError
+from .errors import ConfigError, MissingPackageError, PilotError, StoppedError
 from .inputs import load_documents
 from .rules import StopRules
 from .trial import Trial, refuse_changes
@@ -43,12 +43,12 @@ def run_pilot(model_name: str, parameters: dict, argv: list[str] | None = None) 
                 print(f"pilot: run {name} is already complete; nothing to resume.", file=sys.stderr)
                 return 0
             documents = load_documents(config)  # a changed, missing or unlisted input is refused: the run stays as it is
-            trial = Trial.resume(config, rules, importlib.import_module(model_name), run_dir, manifest, documents, command)
+            trial = Trial.resume(config, rules, _import_model(model_name), run_dir, manifest, documents, command)
         else:
             documents = load_documents(config)
             if rules.min_accuracy is not None:
                 rules.check_set_ids(documents, config.categories)  # a bad check set is refused before the run exists
-            model = importlib.import_module(model_name)
+            model = _import_model(model_name)
             run_dir = store.create_run_dir(config.runs_dir, args.run_id or store.new_run_id(), config.sha256)
             name = run_dir.name
             trial = Trial.start(config, rules, model, run_dir, documents, command)
@@ -73,6 +73,20 @@ def run_pilot(model_name: str, parameters: dict, argv: list[str] | None = None) 
     counts = f"{summary['accepted']} accepted, {summary['rejected']} rejected of {summary['inputs']} inputs"
     print(f"pilot: run {run_dir.name}: {counts} -> {run_dir}", file=sys.stderr)
     return 0
+
+
+def _import_model(model_name: str):
+    """The model's module; a package it imports that this interpreter lacks is one paragraph, not a traceback."""
+    try:
+        return importlib.import_module(model_name)
+    except ModuleNotFoundError as error:
+        missing = error.name or "a module"
+        raise MissingPackageError(
+            f"{missing} is not installed for {sys.executable}, and the model ({model_name}) imports it.",
+            "Run the pilot with the interpreter that has the project's lock installed "
+            "(pip install --require-hashes -r requirements-rebuild.txt), or inside the bundle's image; "
+            "python diagnostics/run.py names the first stage that fails.",
+        ) from None
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

@@ -7,6 +7,7 @@
 5   the run ID exists; or --resume names a run that stopped, or whose configuration or
     input manifest changed (the run is kept as it is)
 6   a stop rule fired: the run keeps its ID, summary.json says why
+7   this interpreter lacks a package the model imports (torch, most often): no run folder is made
 10  a file or folder could not be read or written (permission, full disk, a name too long)
 """
 
@@ -38,6 +39,10 @@ class AccountingError(PilotError):
 
 class RunExistsError(PilotError):
     exit_code = 5
+
+
+class MissingPackageError(PilotError):
+    exit_code = 7
 
 
 class StoppedError(PilotError):

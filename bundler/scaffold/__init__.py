@@ -11,7 +11,6 @@ no path chosen by the user is ever read as template text.
 
 from __future__ import annotations
 
-import json
 import keyword
 import re
 import shutil
@@ -26,8 +25,9 @@ from jinja2.ext import Extension
 
 from bundler import __version__
 from bundler.errors import ExistsError, FileSystemError, UsageError
-from bundler.fsutil import atomic_write_json, staged_directory
+from bundler.fsutil import atomic_write_json, read_json, staged_directory
 from bundler.resources import resource_path
+from bundler.scaffold import base
 from bundler.target.bundle import BACKENDS, Target, validate_target
 from bundler.target.table_file import load_table
 
@@ -64,17 +64,41 @@ class SerializerExtension(Extension):
         environment.filters["markdown"] = lambda text: re.sub(r"([\\`*_{}\[\]()#+\-.!<>|~])", r"\\\1", str(text))
 
 
-def template_context() -> dict:
-    return json.loads((resource_path("template") / "cookiecutter.json").read_text(encoding="utf-8"))
+def template_context(template: Path | None = None) -> dict:
+    """cookiecutter.json of the shipped template, or of ``template`` (a template folder)."""
+    path = (template or resource_path("template")) / "cookiecutter.json"
+    context = read_json(path, hint="A template folder holds cookiecutter.json and a {{cookiecutter.project_slug}} folder.")
+    if not isinstance(context, dict) or "_template_version" not in context:
+        raise UsageError(
+            f"{path} is not a bundler template: it has no _template_version.",
+            hint="Name a copy of bundler's template/ folder (its cookiecutter.json sets _template_version).",
+            path=path,
+        )
+    return context
 
 
-def template_defaults() -> dict:
+def template_defaults(template: Path | None = None) -> dict:
     """The template's variables and defaults (private `_` keys left out)."""
-    return {key: value for key, value in template_context().items() if not key.startswith("_")}
+    return {key: value for key, value in template_context(template).items() if not key.startswith("_")}
 
 
-def template_version() -> str:
-    return str(template_context()["_template_version"])
+def default_answers(template: Path | None = None) -> dict:
+    """Each question's default as cookiecutter reads it: the first of a list of choices."""
+    return {key: (value[0] if isinstance(value, list) else value) for key, value in template_defaults(template).items()}
+
+
+def template_version(template: Path | None = None) -> str:
+    return str(template_context(template)["_template_version"])
+
+
+def version_order(version: str) -> tuple:
+    """A template version as a sortable key: "10" after "9"; a version that does not parse sorts after every one that does."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (0, Version(version))
+    except InvalidVersion:
+        return (1, version)
 
 
 def build_answers(dest: Path, *, name: str | None, backend: str | None, settings: dict[str, str]) -> dict:
@@ -87,7 +111,7 @@ def build_answers(dest: Path, *, name: str | None, backend: str | None, settings
             hint=f"Known variables: {', '.join(sorted(defaults))}.",
             value=unknown[0],
         )
-    answers = {key: (value[0] if isinstance(value, list) else value) for key, value in defaults.items()}
+    answers = default_answers()
     answers["project_name"] = name or settings.get("project_name") or _title(Path(dest).name)
     if "project_slug" not in settings:
         answers["project_slug"] = _derived(Path(dest).name, "-", "the folder name", "project_slug", "my-pilot")
@@ -106,15 +130,18 @@ def build_answers(dest: Path, *, name: str | None, backend: str | None, settings
     return answers
 
 
-def validate_answers(answers: dict) -> None:
+def validate_answers(answers: dict, *, target: bool = True) -> None:
+    """Every answer's shape; with ``target``, the Target against the compatibility table too (`bundler update` keeps
+    the recorded Target even where this bundler's table no longer lists it: bundle.toml is the user's to change)."""
     _validate_names(answers)
-    target = Target(
-        backend=answers["backend"],
-        accelerator=answers["accelerator"],
-        torch=answers["torch_version"],
-        python=answers["python_version"],
-    )
-    load_table().build_for(validate_target(target))  # a combination PyTorch ships, or TargetError naming those that exist
+    if target:
+        wanted = Target(
+            backend=answers["backend"],
+            accelerator=answers["accelerator"],
+            torch=answers["torch_version"],
+            python=answers["python_version"],
+        )
+        load_table().build_for(validate_target(wanted))  # a combination PyTorch ships, or TargetError naming those that exist
     budget = str(answers["size_budget_mb"])
     if not (budget.isascii() and budget.isdigit()) or not 0 < int(budget) <= MAX_SIZE_BUDGET_MB:
         raise UsageError(
@@ -177,21 +204,43 @@ def scaffold(dest: Path, answers: dict) -> Scaffolded:
     """Render into a staging folder beside DEST; DEST appears only when everything worked."""
     dest = Path(dest).absolute()
     check_destination(dest)
+    with staged_directory(dest) as staging:
+        render(staging, answers)
+        stored = base.store(staging, base.read_tree(staging))
+        atomic_write_json(staging / ANSWERS_FILE, answers_record(answers, template_version(), stored))
+    files = sum(1 for p in dest.rglob("*") if p.is_file())
+    return Scaffolded(dest=dest, answers=answers, files=files)
+
+
+def render(folder: Path, answers: dict, template: Path | None = None) -> None:
+    """The template (the shipped one, or ``template``) rendered with ``answers`` into the empty ``folder``, diagnostics/ beside.
+
+    `bundler new` and `bundler update` both render through here: the answers are the context, never template text.
+    """
     from cookiecutter.generate import generate_files
 
-    private = {key: value for key, value in template_context().items() if key.startswith("_")}
-    with staged_directory(dest) as staging, tempfile.TemporaryDirectory(prefix="bundler-render-") as render_dir:
+    template = template or resource_path("template")
+    private = {key: value for key, value in template_context(template).items() if key.startswith("_")}
+    with tempfile.TemporaryDirectory(prefix="bundler-render-") as render_dir:
         if re.search(r"[{}%#]", render_dir):
             raise UsageError(f"the temporary folder {render_dir} holds template syntax.", hint="Set TMPDIR to a plain folder.")
         rendered = generate_files(
-            str(resource_path("template")), context={"cookiecutter": {**answers, **private}}, output_dir=render_dir, accept_hooks=False
+            str(template), context={"cookiecutter": {**answers, **private}}, output_dir=render_dir, accept_hooks=False
         )
+        _drop_bytecode(Path(rendered))
         for child in Path(rendered).iterdir():
-            shutil.move(str(child), staging / child.name)
-        shutil.copytree(resource_path("diagnostics"), staging / "diagnostics", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        atomic_write_json(staging / ANSWERS_FILE, _answers_record(answers))
-    files = sum(1 for p in dest.rglob("*") if p.is_file())
-    return Scaffolded(dest=dest, answers=answers, files=files)
+            shutil.move(str(child), Path(folder) / child.name)
+    shutil.copytree(resource_path("diagnostics"), Path(folder) / "diagnostics", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _drop_bytecode(rendered: Path) -> None:
+    """Bytecode an installer compiled inside bundler's own template is no part of the project
+    (it carries the install path): it never reaches a new project."""
+    for path in sorted(rendered.rglob("*"), reverse=True):
+        if path.name == "__pycache__" and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.suffix in (".pyc", ".pyo") and path.is_file():
+            path.unlink()
 
 
 def check_destination(dest: Path) -> None:
@@ -219,13 +268,13 @@ def check_destination(dest: Path) -> None:
         )
 
 
-def _answers_record(answers: dict) -> dict:
-    return {
-        "template_version": template_version(),
-        "bundler_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "answers": answers,
-    }
+def answers_record(answers: dict, version: str, stored: dict, created: str | None = None) -> dict:
+    """What .bundler-answers.json holds: the template version rendered, the answers, the stored base and its sha256."""
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    record = {"template_version": version, "bundler_version": __version__, "created": created or now, "answers": answers, "base": stored}
+    if created:
+        record["updated"] = now
+    return record
 
 
 def _title(folder: str) -> str:

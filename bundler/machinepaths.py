@@ -61,7 +61,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
         rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
         rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
-        rb"(?P<remote>(?:[\w.-]+@)?[\w-]+(?:\.[\w-]+)*:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",
+        rb"(?P<remote>:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",
     ]
@@ -274,6 +274,23 @@ def describe_absolute(text: str) -> str:
     return "absolute path"
 
 
+_REMOTE_HOST = re.compile(rb"(?:[\w.-]+@)?[\w-]+(?:\.[\w-]+)*")
+
+
+def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
+    """Where ``[user@]host`` before the colon of ``host:path`` begins (None: no host there).
+
+    Read back from the colon, so that a long word with no colon costs nothing (a regex
+    trying ``[\w-]+:`` at every position of it would take quadratic time).
+    """
+    begin = colon
+    while begin > line_start and (word_byte(data[begin - 1]) or data[begin - 1] in b".-@"):
+        begin -= 1
+    while begin < colon and not (word_byte(data[begin]) and data[begin] < 0x80):
+        begin += 1  # a host starts with a letter or digit
+    return begin if begin < colon and _REMOTE_HOST.fullmatch(data, begin, colon) else None
+
+
 @dataclass(frozen=True)
 class Hit:
     group: str
@@ -300,6 +317,10 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
             start, end = match.span()
             if group == "home":
                 start = path_start(data, line_start, start)
+                if start is None:
+                    continue
+            if group == "remote":
+                start = remote_start(data, line_start, start)
                 if start is None:
                     continue
             if not preceded_ok(group, data, start):

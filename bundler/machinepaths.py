@@ -281,7 +281,7 @@ def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
     """Where ``[user@]host`` before the colon of ``host:path`` begins (None: no host there).
 
     Read back from the colon, so that a long word with no colon costs nothing (a regex
-    trying ``[\w-]+:`` at every position of it would take quadratic time).
+    trying ``[word-]+:`` at every position of it would take quadratic time).
     """
     begin = colon
     while begin > line_start and (word_byte(data[begin - 1]) or data[begin - 1] in b".-@"):

@@ -219,3 +219,16 @@ def test_hydra_configs_are_fixed_the_same_with_or_without_omegaconf(tmp_path, mo
     config = OmegaConf.create(yaml.safe_load(text))
     assert "${oc.env:" in text and config.ckpt == "/scratch/lab/ab/ckpt/last.pt"
     assert config.data_dir == "/home/ab/datasets/coco" and text.splitlines()[1] == "log_dir: ${hydra:runtime.cwd}/logs"
+
+
+def test_a_quoted_tilde_in_a_script_is_no_home(tmp_path):
+    script = '#!/bin/bash\nmkdir -p "~/runs/out"\ncp model.pt ~/models/\n'
+    root = build_tree(tmp_path / "project", {"run.sh": script})
+    scanned = paths.scan(root)
+    notes = {f.line: f.note for f in scanned.failing}
+    assert set(notes) == {2, 3} and "quoted" in notes[2] and notes[3] == ""
+    result = pathfix.fix(root, scan_result=scanned)
+    change = result.changes[0]
+    assert change.status == "fixed" and [m["line"] for m in change.manual] == [2]
+    text = (root / "run.sh").read_text()
+    assert 'mkdir -p "~/runs/out"' in text and 'cp model.pt "${MODELS_ROOT}"/' in text

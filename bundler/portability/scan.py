@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bundler.machinepaths import PORTABLE_LOOKAHEAD, line_hits, shape_patterns, word_byte
-from bundler.portability import context
+from bundler.portability import context, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
@@ -243,6 +243,8 @@ class Scanner:
         found = self.findings_in(relative, data, category, lines, types)
         if b"scp" in data or b"rsync" in data or b"ssh" in data:
             context.mark_remote_variables(data, found)
+        if any(f.shape == "tilde" and not f.note and f.category not in ("docs", *INFORMATION) for f in found):
+            _note_quoted_tildes(relative, decode(data)[0], found)
         result.findings.extend(found)
 
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
@@ -361,6 +363,21 @@ _BY_HAND = {
     "home-built": "a home folder built from a user name: make the whole folder a parameter by hand",
     "absolute-built": "a folder built from parts at run time: make it a parameter by hand",
 }
+
+QUOTED_TILDE = "quoted, so the shell does not expand ~ here: it is no home; change it by hand"
+
+
+def _note_quoted_tildes(relative: str, text: str, found: list[Finding]) -> None:
+    """A ``~`` in quotes or a heredoc is not expanded by the shell: say so, and let --fix leave it."""
+    if shell.interpreter(relative, text) is None:
+        return
+    kinds, offsets = shell.contexts(text), [0] + [m.end() for m in re.finditer("\n", text)]
+    for finding in found:
+        if finding.shape == "tilde" and finding.category not in ("docs", *INFORMATION):
+            at = offsets[finding.line - 1] + finding.column - 1
+            if at < len(kinds) and kinds[at] not in (shell.CODE, shell.COMMENT):
+                finding.note = QUOTED_TILDE
+
 
 _ESCAPE_NOT_PATH = re.compile(r"[A-Za-z]:\\[A-Za-z]")
 

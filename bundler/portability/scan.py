@@ -34,7 +34,8 @@ PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 # Every finding contains one of these triggers: a fast search in C; the shapes then run
-# only on the lines that hold one.
+# only on the lines that hold one. The slashes (_SLASH, _ABSOLUTE, the project's root) are
+# searched in one pass.
 _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/|dev/shm|content/)")
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
@@ -43,19 +44,16 @@ _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fas
 )
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
-    (b":", re.compile(rb":(?:\\|/)")),  # a drive (C:\\, C:/, C://): the single letter before is checked in Python
+    (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
     (b"@", re.compile(rb"@[\w.-]+:")),
-    (b"rsync", re.compile(rb"rsync")),  # host:path without a user, on a copying command's line
-    (b"scp", re.compile(rb"scp")),
 )
 _CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
     (b"HOME", re.compile(rb"HOME[\"']")),
     (b"USERPROFILE", re.compile(rb"USERPROFILE[\"']")),
     (b"home()", re.compile(rb"home\(\)")),
-    (b"expanduser", re.compile(rb"expanduser")),
-)
+)  # expanduser("~…") needs no trigger of its own: its ~ is one
 _NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES
 _WORD_BREAK = re.compile(rb"[\s\"'`(<\[=,]")
 _TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0c\x1b"
@@ -164,6 +162,20 @@ def _letter(byte: int) -> bool:
     return 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
 
+_TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone)\b")
+
+
+def _colon_hit(data: bytes, at: int) -> bool:
+    """A drive (one letter before the colon) or ``host:path`` on a copying command's line."""
+    if not at or not word_byte(data[at - 1]):
+        return False
+    if _letter(data[at - 1]) and (at < 2 or not word_byte(data[at - 2])) and data[at + 1 : at + 2] != b"~":
+        return True
+    line_start = data.rfind(b"\n", 0, at) + 1
+    line_end = data.find(b"\n", at)
+    return _TRANSFER.search(data, line_start, len(data) if line_end == -1 else line_end) is not None
+
+
 _HYDRA_CONFIG_PATH = re.compile(rb"""(?:hydra\.main|initialize)\([^)]*config_path\s*=\s*["']([^"']+)["']""")
 
 
@@ -172,7 +184,8 @@ class Scanner:
         self.root = root
         self.include_generated = include_generated
         self.patterns = shape_patterns(root_literals, general=True)
-        self.slash = re.compile(_SLASH.pattern[:-1] + b"".join(b"|" + re.escape(r[1:]) for r in root_literals if r.startswith(b"/")) + b")")
+        roots = b"".join(b"|" + re.escape(r[1:]) for r in root_literals if r.startswith(b"/"))
+        self.slash = re.compile(_SLASH.pattern[:-1] + roots + b"|" + _ABSOLUTE.pattern[1:] + b")")  # one pass over the slashes
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
         self._exists_cache: dict[str, bool] = {}
@@ -250,12 +263,11 @@ class Scanner:
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
         """Start offsets of the lines holding a trigger (empty: the file cannot hold a finding)."""
         hits = [m.start() for m in self.slash.finditer(data) if not _in_url(data, m.start())]
-        hits += [m.start() for m in _ABSOLUTE.finditer(data)]
         for literal, trigger in _OTHER_TRIGGERS + (_CODE_TRIGGERS if code else ()):
             if literal in data:
                 found = [m.start() for m in trigger.finditer(data)]
                 if literal == b":":
-                    found = [i for i in found if i and _letter(data[i - 1]) and (i < 2 or not word_byte(data[i - 2]))]
+                    found = [i for i in found if _colon_hit(data, i)]
                 hits += found
         return sorted({data.rfind(b"\n", 0, hit) + 1 for hit in hits})
 

@@ -66,7 +66,7 @@ def gpu_probe(**observed) -> FakeProbe:
         arch_list=["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"],
         nvidia_driver_version="580.65.06",
         nvidia_smi=None,
-        start_clock_sampler=None,
+        sample_under_load=[],
         device_matmul=lambda torch_, a, b, device_, dtype: (a.to(dtype) @ b.to(dtype)).to(torch.float64),
         matmul_tflops=800.0,
         copy_bandwidth_tbs=4.2,

@@ -12,6 +12,7 @@ run from the project folder with its src/ on PYTHONPATH. FAULT is one of:
     corrupt-checkpoint  overwrite the saved checkpoint with garbage bytes (no kill)
     nan-loss:N          the model's loss at training step N is NaN (a model that diverges)
     vanish:FILE         FILE (relative to the project) disappears once the checkpoint is saved
+    pause:N             sleep a minute after N result lines (a run that is still running)
 
 Nothing of this ships with a project: the faults wrap the seams of the shipped evidence
 layer from outside (store.write_json, store.save_checkpoint, store.append_line, and the
@@ -27,6 +28,7 @@ import os
 import runpy
 import signal
 import sys
+import time
 from pathlib import Path
 
 
@@ -68,6 +70,8 @@ def install(fault: str, package: str) -> None:
         lines += 1
         if kind == "items" and lines == int(argument):
             die()
+        if kind == "pause" and lines == int(argument):
+            time.sleep(60)
 
     store.write_json, store.save_checkpoint, store.append_line = killing_write_json, faulty_save_checkpoint, faulty_append_line
     if kind == "nan-loss":

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.conftest import run_pilot, scaffold_project
@@ -59,3 +61,53 @@ def change_corpus(project: Path, document: str = "doc-05") -> None:
             entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
             entry["bytes"] = path.stat().st_size
     manifest_path.write_text(json.dumps(manifest, indent=2))
+
+
+def adopted(tmp_path: Path, entry: str, bundle_extra: str = "") -> Path:
+    """The smallest adopted repository: bundle.toml with an entry, a lock, a git checkout."""
+    project = tmp_path / "repo"
+    project.mkdir()
+    (project / "bundle.toml").write_text(
+        f'[project]\nname = "repo"\npackage = "repo"\nentry = {json.dumps(entry)}\n\n'
+        '[target]\nbackend = "cpu"\ntorch = "2.13.0"\npython = "3.11"\n' + bundle_extra
+    )
+    (project / "requirements-rebuild.txt").write_text("# lock\n")
+    (project / "train.py").write_text(
+        "import os, pathlib, sys, time\n"
+        "out = pathlib.Path(os.environ['BUNDLE_RUN_DIR'])\n"
+        "(out / 'metrics.json').write_text('{\"loss\": 0.5}')\n"
+        "print('trained'); sys.stdout.flush()\n"
+        "time.sleep(float(os.environ.get('SLOW', '0')))\n"
+    )
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "start"]):
+        subprocess.run(["git", *argv], cwd=project, check=True)
+    return project
+
+
+def running_run(project: Path, run_id: str, seconds: float = 30) -> subprocess.Popen:
+    """`bundler run --run-id RUN_ID` of train.py, once its output exists and while it sleeps ``seconds``."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bundler", "run", "--run-id", run_id],
+        cwd=project,
+        env={**os.environ, "SLOW": str(seconds)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    wait_for(project / "runs" / run_id / "out/metrics.json")
+    return process
+
+
+def killed_run(project: Path, run_id: str) -> int:
+    """A run whose machine went away: bundler and its entry SIGKILLed together; returns bundler's PID."""
+    process = running_run(project, run_id)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    return process.pid
+
+
+def wait_for(path: Path, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not path.exists():
+        time.sleep(0.05)
+    assert path.exists(), path

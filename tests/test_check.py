@@ -12,7 +12,7 @@ import pytest
 
 from bundler.portability import check
 from bundler.target.bundle import load_bundle
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.paths_support import build_tree
 
 BUNDLE_TOML = """\
@@ -28,7 +28,8 @@ torch = "2.13.0"
 python = "3.11"
 """
 README = "# Pilot\n\n## Install\npip install -r requirements-rebuild.txt\n\n## Launch\n...\n\n## Check\nbundler check\n"
-DOCKERIGNORE = "runs/\n**/.env*\n**/*.pem\n**/id_rsa*\n**/.netrc\n**/.pypirc\n**/credentials*\n"
+DOCKERIGNORE = (REPO / "template/{{cookiecutter.project_slug}}/.dockerignore").read_text()  # what `bundler new` writes
+PILOT = "PARAMETERS = {'model': {'seed': (int, 0, 2**32 - 1)}}\nprint('pilot')\n"
 DIAGNOSTICS = "import argparse\nargparse.ArgumentParser(description='staged checks').parse_args()\n"
 
 
@@ -60,6 +61,8 @@ def sound_project(root: Path) -> Path:
         "runs_dir": "runs",
         "expected_documents": 12,
         "expected_rejections": 1,
+        "limits": {"min_chars": 10, "max_chars": 1000},
+        "model": {"seed": 1},
     }
     files = {
         "bundle.toml": BUNDLE_TOML,
@@ -70,7 +73,7 @@ def sound_project(root: Path) -> Path:
         "data/pilot/MANIFEST.json": json.dumps(manifest, indent=2) + "\n",
         "diagnostics/run.py": DIAGNOSTICS,
         "src/pilot_app/__init__.py": "",
-        "src/pilot_app/pilot.py": "print('pilot')\n",
+        "src/pilot_app/pilot.py": PILOT,
         "runs/.gitkeep": "",
     }
     files.update({f"data/pilot/{name}": text for name, text in documents.items()})
@@ -166,24 +169,26 @@ def test_ordinary_config_values_are_not_secrets():
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"categories": []}, "categories must be a non-empty list of names"),
-        ({"categories": ["a", "a"]}, "categories holds duplicates"),
-        ({"data_dir": "/home/alice/pilot"}, "data_dir '/home/alice/pilot' must be a relative path inside the project"),
-        ({"runs_dir": "../runs"}, "runs_dir '../runs' must be a relative path inside the project"),
-        ({"expected_documents": 0}, "expected_documents must be a whole number above 0"),
+        ({"categories": []}, "categories must be a non-empty list of names, got a list"),
+        ({"categories": ["a", "a"]}, "categories lists a name twice"),
+        ({"data_dir": "/home/alice/pilot"}, "data_dir = '/home/alice/pilot' is an absolute path"),
+        ({"runs_dir": "../runs"}, "runs_dir = '../runs' leads outside the project folder"),
+        ({"expected_documents": 0}, "expected_documents = 0 is out of range: 1 to 1000000000"),
+        ({"model": {"seed": 1, "sede": 2}}, "model.sede is not a known key"),
+        ({"stop_rule": {}}, "stop_rule is not a known key"),
     ],
 )
 def test_invalid_config_fails(project, change, message):
     config = json.loads((project / "config/pilot.json").read_text()) | change
     (project / "config/pilot.json").write_text(json.dumps(config))
     found = item(project, "config/")
-    assert (found.status, found.detail) == ("fail", message)
+    assert found.status == "fail" and found.detail.startswith(f"config/pilot.json: {message}"), found.detail
 
 
 def test_config_that_is_not_json_fails(project):
     (project / "config/pilot.json").write_text("{not json")
     found = item(project, "config/")
-    assert found.status == "fail" and "pilot.json is not valid JSON" in found.detail
+    assert found.status == "fail" and "pilot.json: the top level is not valid JSON" in found.detail
 
 
 def test_a_changed_pilot_input_fails(project):
@@ -224,10 +229,17 @@ def test_dockerignore_gaps_are_named(project):
     (project / ".dockerignore").write_text("*.pem\n.env\n")
     found = item(project, ".dockerignore")
     assert found.status == "fail"
-    assert found.detail == (
-        "not excluded: .env.local, config/.env, keys/server.pem, id_rsa, id_rsa.pub, .netrc, .pypirc, "
-        "credentials, credentials.json, runs/20260101-0000/metrics.json"
-    )
+    missed = [name for name in check.DOCKERIGNORE_SAMPLES if name not in (".env", "server.pem")]  # what the two patterns cover
+    assert found.detail == "not excluded: " + ", ".join(missed)
+    assert {"kaggle.json", ".huggingface/token", ".git-credentials"} <= set(missed)
+
+
+def test_a_secret_file_the_dockerignore_lets_through_is_named(project):
+    (project / ".dockerignore").write_text(DOCKERIGNORE.replace("**/kaggle.json\n", ""))
+    (project / "kaggle.json").write_text('{"username": "u", "key": "k"}\n')
+    found = item(project, ".dockerignore")
+    assert found.status == "fail"
+    assert found.detail.startswith("not excluded: kaggle.json (in the project)")
 
 
 def test_dockerignore_negation_reincludes(project):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import tarfile
 
-from bundler.image.context import ContextTar, clean_patterns, collect, is_ignored, looks_secret
+from bundler.contracts.secrets import looks_secret
+from bundler.image.context import ContextTar, clean_patterns, collect, is_ignored
 
 
 def write(root, relative, text="x"):

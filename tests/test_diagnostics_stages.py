@@ -233,7 +233,8 @@ def test_mig_sized_memory_fails_unless_allowed():
 def test_mig_visible_devices_and_mig_mode_fail():
     result = run_stage(device, make_checkup(gpu_probe(environ={"CUDA_VISIBLE_DEVICES": "MIG-4f6a-11ee"})))
     assert result.status == "fail" and "MIG-4f6a-11ee" in result.reason
-    smi = gpu_probe(nvidia_smi={"mig.mode.current": "Enabled", "ecc.errors.uncorrected.volatile.total": "3"})
+    row = {"uuid": H200["uuid"], "index": "0", "mig.mode.current": "Enabled", "ecc.errors.uncorrected.volatile.total": "3"}
+    smi = gpu_probe(gpu_table=[row])
     result = run_stage(device, make_checkup(smi))
     assert result.status == "fail"
     assert any("ECC" in message for message in result.messages)
@@ -285,7 +286,7 @@ def test_mi300x_has_a_lower_bar():
 
 
 def test_slow_bandwidth_fails_and_throttle_reasons_reach_the_hint():
-    probe = gpu_probe(copy_bandwidth_tbs=1.5, start_clock_sampler=object(), stop_clock_sampler=[["0x0000000000000040", "1200"]])
+    probe = gpu_probe(copy_bandwidth_tbs=1.5, sample_under_load=[["0x0000000000000040", "1200"]])
     result = run_stage(compute, make_checkup(probe, facts={"devices": [H200]}))
     assert result.status == "fail"
     assert "hardware thermal slowdown" in result.hint

@@ -1,5 +1,5 @@
 """The repository's own promises: CI runs README's test command, the layout ships, the code
-keeps its shape (lint, format, a Python 3.10 floor, one-way floors, short modules)."""
+keeps its shape (lint, format, a Python 3.10 floor, one-way floors, no import circle)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,8 +26,8 @@ FLOORS = (
     ("bundler.evidence", "bundler.target", "bundler.engine", "bundler.pipsettings"),
     ("bundler.fsutil", "bundler.resources", "bundler.machinepaths"),
     ("bundler.errors", "bundler.tomlcompat", "bundler"),
+    ("bundler.contracts",),
 )
-MAX_MODULE_LINES = 420
 
 
 def readme_commands() -> list[str]:
@@ -97,19 +98,38 @@ def test_bundler_and_the_diagnostics_run_on_python_3_10():
 
 def module_name(path) -> str:
     parts = path.relative_to(REPO).with_suffix("").parts
+    if parts[0] == "diagnostics":  # the diagnostics run with their own folder on sys.path: bdiag.*, run
+        parts = parts[1:]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def bundler_imports(path) -> set[str]:
-    """Every bundler module ``path`` imports, at the top or inside a function."""
+def imports_of(path, prefixes: tuple[str, ...] = ("bundler",)) -> set[str]:
+    """Every module of ``prefixes`` that ``path`` imports, at the top or inside a function
+    (``from a import b`` is an import of the module a.b when b is a module, else of a)."""
     found = set()
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_name(path)
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bundler"):
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:  # relative: from .x import y
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                module = f"{base}.{module}" if module else base
+            if module.startswith(prefixes):
+                submodules = {f"{module}.{alias.name}" for alias in node.names if is_module(f"{module}.{alias.name}")}
+                found.update(submodules if len(submodules) == len(node.names) else {module} | submodules)
         elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.startswith("bundler"))
+            found.update(alias.name for alias in node.names if alias.name.startswith(prefixes))
     return found
+
+
+def is_module(name: str) -> bool:
+    parts = name.split(".")
+    folder = REPO / ("diagnostics" if parts[0] in ("bdiag", "run") else "") / Path(*parts)
+    return folder.with_suffix(".py").is_file() or (folder / "__init__.py").is_file()
+
+
+def bundler_imports(path) -> set[str]:
+    return imports_of(path)
 
 
 def floor_of(module: str) -> tuple[int, str]:
@@ -126,6 +146,10 @@ def sources():
     return sorted((REPO / "bundler").rglob("*.py"))
 
 
+def diagnostics_sources():
+    return sorted((REPO / "diagnostics").rglob("*.py"))
+
+
 @pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(REPO)))
 def test_imports_never_climb_a_floor(path):
     here, own = floor_of(module_name(path))
@@ -139,10 +163,71 @@ def test_imports_never_climb_a_floor(path):
         )
 
 
-@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(REPO)))
-def test_modules_stay_short(path):
-    lines = len(path.read_text().splitlines())
-    assert lines <= MAX_MODULE_LINES, f"{path.relative_to(REPO)} has {lines} lines: split it by job"
+def test_the_contracts_import_nothing_but_the_standard_library_and_each_other():
+    for path in sorted((REPO / "bundler" / "contracts").glob("*.py")):
+        for imported in imports_of(path):
+            assert imported.startswith("bundler.contracts"), f"{path.name} imports {imported}"
+        third_party = {"packaging", "docker", "tomlkit", "typer", "rich", "yaml"}
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not {name.split(".")[0] for name in names} & third_party, f"{path.name} imports {names}"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules it imports (bundler/ and diagnostics/, function-level imports included)."""
+    files = {module_name(path): path for path in sources() + diagnostics_sources()}
+    graph = {}
+    for module, path in files.items():
+        prefixes = ("bundler",) if module.startswith("bundler") else ("bdiag", "run")
+        graph[module] = {name for name in imports_of(path, prefixes) if name in files and name != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_anywhere_in_bundler_or_the_diagnostics():
+    assert cycles(import_graph()) == []
+
+
+def test_the_circle_finder_finds_a_circle_through_a_function_level_import():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_project_speaks_of_itself_alone():

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from bundler.errors import LockError, ProjectFileError
-from bundler.lock.includes import input_text
 from bundler.lock.lockfile import bundle_lock, parse_pins, split_lock
+from bundler.lock.requirements import input_text
 from bundler.lock.run import run_lock
 from bundler.lock.sidecar import read_sidecar
 from bundler.lock.spec import make_spec

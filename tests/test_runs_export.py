@@ -25,7 +25,8 @@ def test_export_copies_checks_and_verifies_the_copy(project, tmp_path):
     payload = json.loads(result.stdout)
     assert payload["accepted"] and payload["copy_matches_checksums"]
     assert payload["verify"]["run_dir"] == str(dest)
-    sums = read_checksums(project / "runs/good/SHA256SUMS")
+    sums, malformed = read_checksums(project / "runs/good/SHA256SUMS")
+    assert malformed == []
     assert {"manifest.json", "predictions.jsonl", "checkpoint.pt", "reload.py"} <= set(sums)
     assert snapshot(dest) == snapshot(project / "runs/good")
     assert "rsync -av --partial USER@BOX:PROJECT/runs/good/" in payload["pull_commands"]["rsync"]

@@ -169,7 +169,7 @@ def test_without_torch_the_reload_check_fails_with_a_hint(run, monkeypatch):
 
     real = importlib.util.find_spec
     monkeypatch.setattr(reload.importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a))
-    ok, detail = reload.reload_in_fresh_process(run, ["doc-01"])
+    ok, detail = reload.reload_in_fresh_process(run, json.loads((run / "manifest.json").read_text()), ["doc-01"], None)
     assert not ok and "torch is not installed" in detail and "--python" in detail
 
 

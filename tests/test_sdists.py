@@ -1,5 +1,5 @@
 """Pins published only as source archives: found at lock time with the reason, built into
-wheels for the Target in a builder container, recorded beside the lock and installed with
+wheels for the Target in a builder container, recorded in the wheel cache and installed with
 --require-hashes. The unit tests use a local index; the image test uses the real CPU torch
 and pathtools 0.1.2 from PyPI (a source archive only), on the local Debian base image."""
 
@@ -11,6 +11,7 @@ import json
 import subprocess
 import tarfile
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -143,6 +144,7 @@ def built(tmp_path_factory, docker_client, debian_python_image, cpu_torch_wheel)
     toml.write_text(toml.read_text().replace('torch = "2.9.1"', 'torch = "2.13.0"'))
     locked = run_cli("lock", str(project), "--cpu", "--json", env=env)
     assert locked.returncode == 0, locked.stderr[-2000:]
+    (root / "sidecar-after-lock.json").write_bytes((project / "requirements-rebuild.json").read_bytes())
     tag = f"bundler-test/sdist-{uuid.uuid4().hex[:8]}:1"
     done = run_cli("build", str(project), "--tag", tag, "--json", env=env)
     data = json.loads(done.stdout) if done.stdout.startswith("{") else {}
@@ -160,15 +162,19 @@ def built(tmp_path_factory, docker_client, debian_python_image, cpu_torch_wheel)
 @pytest.mark.docker
 @pytest.mark.slow
 def test_a_source_only_pin_is_said_at_lock_time_built_recorded_and_installed_with_hashes(built):
-    project, locked, done, data, tag, _ = built
+    project, locked, done, data, tag, env = built
     assert [(item["name"], item["why"]) for item in locked["source_builds"]] == [
         ("pathtools", "only a source archive is published (pathtools-0.1.2.tar.gz)")
     ]
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Building a wheel of pathtools==0.1.2 from pathtools-0.1.2.tar.gz" in done.stderr
-    side = json.loads((project / "requirements-rebuild.json").read_text())
-    (wheel,) = side["source_builds"][0]["wheels"].values()
-    assert wheel["file"] == "pathtools-0.1.2-py3-none-any.whl" and len(wheel["sha256"]) == 64
+    cache = Path(env["BUNDLER_CACHE_DIR"])
+    after_lock = cache.parent / "sidecar-after-lock.json"
+    assert (project / "requirements-rebuild.json").read_bytes() == after_lock.read_bytes(), "the build wrote beside the lock"
+    side = json.loads(after_lock.read_text())
+    records = list((cache / "builds").rglob("*.json"))
+    (record,) = [json.loads(path.read_text()) for path in records]
+    assert record["sdist"] == side["source_builds"][0]["sdist"] and record["file"] == "pathtools-0.1.2-py3-none-any.whl"
     imports = data["smoke_test"]["imports"]
     assert imports["failures"] == [] and imports["distributions"] == 2 and imports["imported"] >= 2
     assert data["context"]["route"] == "context" and data["context"]["stage_images_removed"], "the install stage's images were left"

@@ -39,18 +39,27 @@ def register(app: typer.Typer) -> None:
 
 @runs_app.command("verify")
 @handles_errors
-def verify_command(run_dir: RunDirArg, no_reload: NoReload = False, python: PythonOpt = None, json_output: JsonFlag = False) -> None:
-    """Prove a run is an accepted delivery; lists every problem, exit 1 if any."""
+def verify_command(
+    run_dir: RunDirArg,
+    no_reload: NoReload = False,
+    python: PythonOpt = None,
+    project: Annotated[
+        Optional[Path],
+        typer.Option("--project", help="The run's project, for a copy outside it (default: the project the run lies in).", readable=False),
+    ] = None,
+    json_output: JsonFlag = False,
+) -> None:
+    """Prove a run is an accepted delivery; lists every problem, exit 1 if any. Never runs code from the run folder."""
     from bundler.evidence.verify import verify_run
 
     out = Output(json_output)
-    result = verify_run(run_dir, reload=not no_reload, python=python)
+    result = verify_run(run_dir, reload=not no_reload, python=python, project=project.resolve() if project else None)
     _report(out, result)
     document = {"ok": result.accepted, **result.as_dict()}
     if not result.accepted:
         raise FindingsError(
             f"run {run_dir} is not an accepted delivery ({result.status}): {len(result.problems)} check(s) failed "
-            f"({', '.join(c.name for c in result.problems)}).",
+            f"({'; '.join(f'{c.name}: {c.detail}' for c in result.problems)}).",
             hint="Each failed check is named above with what it found; the run folder was not modified.",
             path=run_dir,
             result=document,
@@ -69,10 +78,15 @@ def export_command(
 ) -> None:
     """Copy a run's evidence to DEST, check the copy against SHA-256 sums, then verify the copy."""
     from bundler.evidence.runs import export_run
+    from bundler.image.context import looks_secret  # the secret patterns: one switch when they move to the ground floor
 
     out = Output(json_output)
-    export = export_run(run_dir, dest, reload=not no_reload, python=python)
+    export = export_run(run_dir, dest, reload=not no_reload, python=python, secret=looks_secret)
     out.say(f"Wrote {export.checksums} ({export.files} files) and copied the run to {export.dest}; the copy matches every SHA-256.")
+    for name, target in export.links.items():
+        out.say(f"Kept as a link, its content not copied: {name} -> {target}", style="yellow")
+    if export.withheld:
+        out.say(f"Withheld as secrets (not copied): {', '.join(export.withheld)}", style="yellow")
     _report(out, export.verification)
     commands = export.as_dict()["pull_commands"]
     out.say("From a rented box (bundler there is optional):")
@@ -98,7 +112,8 @@ def summary_command(
     project: ProjectArg = None, no_reload: NoReload = False, python: PythonOpt = None, json_output: JsonFlag = False
 ) -> None:
     """A table of the project's runs: ID, config hash, status (runs verify's verdict), counts, duration, decision."""
-    from bundler.evidence.runs import collect_runs, runs_dir
+    from bundler.evidence.runs import collect_runs
+    from bundler.evidence.runsfolder import runs_dir
 
     out = Output(json_output)
     project = project or Path.cwd()

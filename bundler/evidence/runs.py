@@ -9,25 +9,28 @@ names a folder of runs/ and nothing else; the runs folder lies inside the projec
 
 from __future__ import annotations
 
+import errno
 import getpass
 import json
 import math
 import os
-import re
 import shlex
 import shutil
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from bundler.contracts.secrets import looks_secret
 from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
 from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes
+from bundler.evidence.entryrecord import KIND as ENTRY_KIND
+from bundler.evidence.entryrecord import listed
+from bundler.evidence.runsfolder import project_of, run_folder, runs_dir
 from bundler.evidence.verify import Verification, verify_run
 from bundler.fsutil import atomic_write_text, naming, parse_json, read_json, staged_directory, umask
 
 DECISIONS = ("launch", "fix-env", "revise-config")
 DECISIONS_FILE = "decisions.jsonl"
-PILOT_CONFIG = "config/pilot.json"
-RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")  # the generated pilot's own rule (evidence/store.py)
 
 
 # -- export ---------------------------------------------------------------------------
@@ -38,6 +41,8 @@ class Export:
     files: int
     checksums: Path
     verification: Verification
+    links: dict[str, str] = field(default_factory=dict)
+    withheld: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -49,14 +54,32 @@ class Export:
             "accepted": self.verification.accepted,
             "verify": self.verification.as_dict(),
             "pull_commands": pull_commands(self.source.name, self.dest),
+            "links_kept_as_links": self.links,
+            "withheld_as_secrets": self.withheld,
         }
 
 
-def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | None = None) -> Export:
-    """SHA-256 of every file into RUN_DIR/SHA256SUMS, copy to DEST, check the copy, verify it."""
+def export_run(
+    run_dir: Path,
+    dest: Path,
+    *,
+    reload: bool = True,
+    python: str | None = None,
+    secret: Callable[[str, Path | None], bool] = looks_secret,
+) -> Export:
+    """SHA-256 of every file into RUN_DIR/SHA256SUMS, copy to DEST, check the copy, verify it.
+
+    A link inside the run is copied as the same link, never as what it points to; a file that
+    ``secret`` calls a secret is withheld. Both are listed on the Export."""
     run_dir, dest = Path(run_dir), Path(dest)
     if not run_dir.is_dir():
         raise UsageError(f"run folder {run_dir} does not exist.", hint="Pass a folder under runs/, e.g. runs/pilot-001.", path=run_dir)
+    if run_dir.is_symlink():
+        raise ProjectFileError(
+            f"run folder {run_dir} is a link (to {run_dir.resolve()}): an export copies a run folder itself, never through a link.",
+            hint="Export the folder the link points to, or move that folder into runs/ in place of the link.",
+            path=run_dir,
+        )
     if dest.exists() or dest.is_symlink():
         raise ExistsError(
             f"export destination {dest} already exists; an export never overwrites.",
@@ -67,11 +90,14 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
         raise UsageError(
             f"export destination {dest} is inside the run folder {run_dir}.", hint="Export to a folder outside the run.", path=dest
         )
+    plan = _export_plan(run_dir, secret)
     hashes = file_hashes(run_dir)
+    for name in plan.withheld:
+        hashes.pop(name, None)
     sums = "".join(f"{digest}  {name}\n" for name, digest in hashes.items())
     checksums = run_dir / CHECKSUMS
-    with staged_directory(dest) as staging:  # DEST appears whole or not at all
-        shutil.copytree(run_dir, staging, dirs_exist_ok=True, ignore=shutil.ignore_patterns(CHECKSUMS))
+    with staged_directory(dest) as staging:  # DEST appears whole or not at all, on a signal too
+        _copy(run_dir, staging, plan)
         staging.chmod(0o777 & ~umask())  # the copy is ours to complete, even of a read-only run folder
         atomic_write_text(staging / CHECKSUMS, sums)
         problems, unlisted = compare_checksums(staging)
@@ -82,8 +108,73 @@ def export_run(run_dir: Path, dest: Path, *, reload: bool = True, python: str | 
                 path=dest,
             )
         atomic_write_text(checksums, sums)  # last: a failure before leaves the run folder as it was
-    verification = verify_run(dest, reload=reload, python=python)
-    return Export(run_dir, dest, len(hashes), checksums, verification)
+    verification = verify_run(dest, reload=reload, python=python, project=project_of(run_dir))
+    return Export(run_dir, dest, len(hashes), checksums, verification, plan.links, plan.withheld)
+
+
+@dataclass
+class ExportPlan:
+    folders: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)  # name -> the link's own text
+    withheld: list[str] = field(default_factory=list)
+
+
+def _export_plan(run_dir: Path, secret: Callable[[str, Path | None], bool]) -> ExportPlan:
+    """What the copy holds: every folder and file, links as links (never followed), secrets withheld."""
+    plan = ExportPlan()
+    for current, folders, files in os.walk(run_dir):
+        here = Path(current)
+        for name in sorted(folders + files):
+            path = here / name
+            relative = path.relative_to(run_dir).as_posix()
+            if relative == CHECKSUMS:
+                continue
+            if secret(relative, path if path.is_file() and not path.is_symlink() else None):
+                plan.withheld += _inside(run_dir, path) if path.is_dir() and not path.is_symlink() else [relative]
+            elif path.is_symlink():
+                _refuse_a_loop(run_dir, path)
+                plan.links[relative] = os.readlink(path)
+            elif path.is_dir():
+                plan.folders.append(relative)
+            else:
+                plan.files.append(relative)
+        folders[:] = sorted(name for name in folders if (here / name).relative_to(run_dir).as_posix() in plan.folders)
+    return plan
+
+
+def _inside(run_dir: Path, folder: Path) -> list[str]:
+    """Every file and link under a secret folder (``.ssh/``), each withheld and listed by name."""
+    found = []
+    for current, folders, files in os.walk(folder):
+        found += [(Path(current) / name).relative_to(run_dir).as_posix() for name in files]
+        found += [(Path(current) / name).relative_to(run_dir).as_posix() for name in folders if (Path(current) / name).is_symlink()]
+    return sorted(found) or [folder.relative_to(run_dir).as_posix()]
+
+
+def _refuse_a_loop(run_dir: Path, link: Path) -> None:
+    """A link that leads back to itself is no evidence of anything: refused, named (a dangling link
+    or one out of the run is kept as the link it is)."""
+    try:
+        os.stat(link)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ProjectFileError(
+                f"{link} is a link loop ({os.readlink(link)!r} leads back to itself): the run {run_dir} cannot be exported as it is.",
+                hint="Remove the link or point it at a file of the run, then export again; nothing was written.",
+                path=link,
+            ) from None
+
+
+def _copy(run_dir: Path, staging: Path, plan: ExportPlan) -> None:
+    for name in plan.folders:
+        (staging / name).mkdir()
+    for name in plan.files:
+        shutil.copy2(run_dir / name, staging / name, follow_symlinks=False)
+    for name, target in plan.links.items():
+        os.symlink(target, staging / name)
+    for name in reversed(plan.folders):
+        shutil.copystat(run_dir / name, staging / name)
 
 
 def pull_commands(run_id: str, dest: Path) -> dict:
@@ -100,44 +191,6 @@ def pull_commands(run_id: str, dest: Path) -> dict:
 
 
 # -- the runs of a project --------------------------------------------------------------
-def runs_dir(project: Path) -> Path:
-    """The project's runs folder, as config/pilot.json names it; it must lie inside the project."""
-    project = Path(project)
-    if not project.is_dir():
-        raise UsageError(
-            f"project folder {project} does not exist.", hint="Pass the project folder (it holds config/ and runs/).", path=project
-        )
-    config = project / PILOT_CONFIG
-    if not config.is_file():
-        raise ProjectFileError(
-            f"{project} is not a pilot project: {config} not found.",
-            hint="Run this in the project folder (the one `bundler new` made), or pass it (--project PROJECT for decide).",
-            path=config,
-        )
-    document = read_json(config, hint="Fix its syntax; it names the runs folder (runs_dir).")
-    name = document.get("runs_dir", "runs") if isinstance(document, dict) else None
-    pure = PurePosixPath(name) if isinstance(name, str) else None
-    if pure is None or not name.strip() or pure.is_absolute() or ".." in pure.parts:
-        raise ProjectFileError(
-            f"{config}: runs_dir = {name!r} is not a folder inside the project.",
-            hint='Write a path relative to the project folder, e.g. "runs_dir": "runs".',
-            path=config,
-            value=str(name),
-        )
-    return project / name
-
-
-def run_folder(project: Path, run_id: str) -> Path:
-    """The folder of run ``run_id``: a name of the runs folder, never a path (../x, /abs) out of it."""
-    if not RUN_ID_RE.fullmatch(run_id):
-        raise UsageError(
-            f"{run_id!r} is not a run ID.",
-            hint="A run ID is a folder name under runs/: letters, digits, '.', '_' and '-'. `bundler runs summary` lists them.",
-            value=run_id,
-        )
-    return runs_dir(project) / run_id
-
-
 @dataclass
 class RunRow:
     run_id: str
@@ -181,8 +234,11 @@ def collect_runs(project: Path, *, reload: bool = True, python: str | None = Non
     if not folder.is_dir():
         return []
     rows = []
-    for run_dir in sorted(p for p in folder.iterdir() if p.is_dir() and (p / "manifest.json").is_file()):
+    # a link (runs/latest -> first) is another name of a run, never a second run
+    for run_dir in sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and (p / "manifest.json").is_file()):
         manifest, summary = _read_json(run_dir / "manifest.json"), _read_json(run_dir / "summary.json")
+        if manifest.get("kind") == ENTRY_KIND:
+            summary = {"seconds": _duration(manifest)}
         status, reasons = verdict(run_dir, reload=reload, python=python)
         decisions = read_decisions(run_dir)
         rows.append(
@@ -233,6 +289,18 @@ def record_decision(project: Path, run_id: str, decision: str, why: str) -> dict
         finally:
             os.close(fd)
     return entry
+
+
+def _duration(manifest: dict) -> float | None:
+    """Seconds from the first attempt's start to the last one's end (a run of `bundler run`)."""
+    from datetime import datetime
+
+    attempts = listed(manifest.get("attempts"))
+    try:
+        start, end = datetime.fromisoformat(attempts[0]["started"]), datetime.fromisoformat(attempts[-1]["finished"])
+    except (IndexError, KeyError, TypeError, ValueError):
+        return None
+    return (end - start).total_seconds()
 
 
 def read_decisions(run_dir: Path) -> list[dict]:

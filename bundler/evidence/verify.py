@@ -19,58 +19,17 @@ from pathlib import Path, PurePosixPath
 
 from bundler.errors import ProjectFileError, UsageError
 from bundler.evidence.checksums import CHECKSUMS, compare_checksums
+from bundler.evidence.entrycheck import entry_verification, read_entry_manifest
+from bundler.evidence.outcome import Check, Verification, named, verdict
 from bundler.evidence.reload import reload_in_fresh_process
-from bundler.fsutil import parse_json, read_json
+from bundler.evidence.runsfolder import project_of
+from bundler.fsutil import parse_json, read_json, sha256_file
 from bundler.machinepaths import machine_paths
 
 RUN_FILES = ("manifest.json", "inputs.json", "predictions.jsonl", "rejections.jsonl", "summary.json", "checkpoint.pt")
 OUTPUT_FILES = ("manifest.json", "summary.json", "predictions.jsonl", "rejections.jsonl", "decisions.jsonl")
 MANIFEST_FIELDS = ("run_id", "config", "config_sha256", "input_manifest_sha256", "code_revision", "environment", "reload")
 ENVIRONMENT_FIELDS = ("python", "torch", "lock_sha256", "image_digest")
-LISTED = 5  # problems named per check before "and N more"
-
-
-@dataclass
-class Check:
-    name: str
-    ok: bool
-    detail: str
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
-
-
-@dataclass
-class Verification:
-    run_dir: Path
-    checks: list[Check] = field(default_factory=list)
-    reload_seconds: float | None = None
-    ended: str = "complete"  # how the run itself ended: complete, stopped, failed, or incomplete (never finished)
-
-    @property
-    def accepted(self) -> bool:
-        return all(check.ok for check in self.checks)
-
-    @property
-    def status(self) -> str:
-        """The one verdict on a run (`runs verify`, `runs summary` and `plan` all read it):
-        accepted, or why not: stopped (a stop rule), incomplete (interrupted), failed (a check)."""
-        if self.ended in ("stopped", "incomplete"):
-            return self.ended
-        return "accepted" if self.accepted else "failed"
-
-    @property
-    def problems(self) -> list[Check]:
-        return [check for check in self.checks if not check.ok]
-
-    def as_dict(self) -> dict:
-        return {
-            "run_dir": str(self.run_dir),
-            "accepted": self.accepted,
-            "status": self.status,
-            "checks": [check.as_dict() for check in self.checks],
-            "reload_seconds": self.reload_seconds,
-        }
 
 
 @dataclass
@@ -86,8 +45,8 @@ class JsonLines:
 class RunData:
     """Everything the checks read, loaded once (a 10,000-document run reads in milliseconds)."""
 
-    def __init__(self, run_dir: Path) -> None:
-        self.run_dir = run_dir
+    def __init__(self, run_dir: Path, project: Path | None = None) -> None:
+        self.run_dir, self.project = run_dir, project
         self.manifest, self.manifest_problem = _read_json(run_dir / "manifest.json")
         self.summary, self.summary_problem = _read_json(run_dir / "summary.json")
         self.inputs, self.inputs_problem = _read_json(run_dir / "inputs.json")
@@ -116,21 +75,29 @@ class RunData:
             return None
 
 
-def verify_run(run_dir: Path, *, reload: bool = True, python: str | None = None, reload_failed: bool = True) -> Verification:
-    """Run every check on ``run_dir``; with ``reload`` the checkpoint reloads in a fresh process
-    (without ``reload_failed``, only when every other check passed: the verdict is the same, sooner)."""
+def verify_run(
+    run_dir: Path, *, reload: bool = True, python: str | None = None, reload_failed: bool = True, project: Path | None = None
+) -> Verification:
+    """Run every check on ``run_dir``; with ``reload`` the checkpoint reloads in a fresh process with the code
+    of ``project`` (default: the project the run lies in); without ``reload_failed``, only when every other
+    check passed: the verdict is the same, sooner."""
     run_dir = Path(run_dir)
     if not run_dir.exists():
         raise UsageError(f"run folder {run_dir} does not exist.", hint="Pass a folder under runs/, e.g. runs/pilot-001.", path=run_dir)
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir} is a file, not a run folder.", hint="Pass the folder runs/<id>/ itself.", path=run_dir)
+    entry_manifest = read_entry_manifest(run_dir)
+    if entry_manifest is not None:  # a run of `bundler run`: its own rules, nothing executed
+        result = entry_verification(run_dir, entry_manifest, project or project_of(run_dir))
+        result.checks.append(checksums_check(run_dir))
+        return result
     result = Verification(run_dir)
     present = [name for name in RUN_FILES if (run_dir / name).exists()]
     if not present:
         result.checks.append(Check("run_folder", False, f"{run_dir} holds none of {', '.join(RUN_FILES)}: it is not a run folder."))
         return result
     result.checks.append(Check("run_folder", True, f"{len(present)} of {len(RUN_FILES)} run files present"))
-    data = RunData(run_dir)
+    data = RunData(run_dir, project or project_of(run_dir))
     result.ended = data.ended
     for check in (
         check_manifest,
@@ -144,6 +111,7 @@ def verify_run(run_dir: Path, *, reload: bool = True, python: str | None = None,
         check_rejection_reasons,
         check_machine_paths,
         check_run_status,
+        check_recorded_hashes,
         check_checksums,
     ):
         result.checks.append(check(data))
@@ -173,7 +141,7 @@ def check_manifest(data: RunData) -> Check:
     if "reload" in manifest and not (isinstance(manifest["reload"], dict) and manifest["reload"].get("command")):
         problems.append("reload instructions lack a command")
     problems += [f"names {named!r}, {why}" for named, why in _named_files(data.run_dir, manifest)]
-    return _verdict(name, problems, "parameters, hashes, code revision, environment and reload instructions recorded")
+    return verdict(name, problems, "parameters, hashes, code revision, environment and reload instructions recorded")
 
 
 def _named_files(run_dir: Path, manifest: dict) -> list[tuple[str, str]]:
@@ -206,7 +174,7 @@ def check_files_complete(data: RunData) -> Check:
     expected_accepted = _summary_count(data, "accepted")
     if data.predictions.exists and data.predictions.empty and expected_accepted:
         problems.append(f"predictions.jsonl is empty but summary.json counts {expected_accepted} accepted documents")
-    return _verdict("files_complete", problems, "every file present, non-empty, and parses to its last line")
+    return verdict("files_complete", problems, "every file present, non-empty, and parses to its last line")
 
 
 def check_input_manifest(data: RunData) -> Check:
@@ -228,8 +196,8 @@ def check_each_input_once(data: RunData) -> Check:
     counts = Counter(_ids(data.predictions) + _ids(data.rejections))
     missing = [i for i in data.input_ids if counts[i] == 0]
     duplicated = [f"{i} ({counts[i]} times)" for i in data.input_ids if counts[i] > 1]
-    problems = _named("missing from predictions and rejections", missing) + _named("written more than once", duplicated)
-    return _verdict("each_input_once", problems, f"each of the {len(data.input_ids)} inputs appears exactly once")
+    problems = named("missing from predictions and rejections", missing) + named("written more than once", duplicated)
+    return verdict("each_input_once", problems, f"each of the {len(data.input_ids)} inputs appears exactly once")
 
 
 def check_no_invented_ids(data: RunData) -> Check:
@@ -237,7 +205,7 @@ def check_no_invented_ids(data: RunData) -> Check:
         return Check("no_invented_ids", False, "skipped: no readable input manifest")
     known = set(data.input_ids)
     invented = sorted({i for i in _ids(data.predictions) + _ids(data.rejections) if i not in known})
-    return _verdict("no_invented_ids", _named("not an input", invented), "every written ID is an input")
+    return verdict("no_invented_ids", named("not an input", invented), "every written ID is an input")
 
 
 def check_counts(data: RunData) -> Check:
@@ -248,10 +216,12 @@ def check_counts(data: RunData) -> Check:
     if accepted + rejected != inputs:
         problems.append(f"accepted {accepted} + rejected {rejected} = {accepted + rejected}, not the {inputs} inputs")
     for key, actual in (("accepted", accepted), ("rejected", rejected), ("inputs", inputs)):
-        stated = _summary_count(data, key)
-        if stated is not None and stated != actual:
+        stated = data.summary.get(key) if isinstance(data.summary, dict) else None
+        if stated is not None and type(stated) is not int:
+            problems.append(f"summary.json: {key} is {stated!r}, not a whole number")
+        elif stated is not None and stated != actual:
             problems.append(f"summary.json says {key} {stated}, the files hold {actual}")
-    return _verdict("counts_add_up", problems, f"accepted {accepted} + rejected {rejected} = {inputs} inputs")
+    return verdict("counts_add_up", problems, f"accepted {accepted} + rejected {rejected} = {inputs} inputs")
 
 
 def check_categories(data: RunData) -> Check:
@@ -260,7 +230,7 @@ def check_categories(data: RunData) -> Check:
         return Check("categories_allowed", False, "skipped: the manifest records no categories")
     allowed = set(categories)
     wrong = [f"{r.get('id')}: {r.get('category')!r}" for r in data.predictions.records if r.get("category") not in allowed]
-    return _verdict("categories_allowed", _named("category not allowed", wrong), f"every prediction is one of {', '.join(categories)}")
+    return verdict("categories_allowed", named("category not allowed", wrong), f"every prediction is one of {', '.join(categories)}")
 
 
 def check_scores(data: RunData) -> Check:
@@ -269,13 +239,13 @@ def check_scores(data: RunData) -> Check:
         for r in data.predictions.records
         if isinstance(r.get("score"), bool) or not isinstance(r.get("score"), (int, float)) or not 0 <= r["score"] <= 1
     ]
-    return _verdict("scores_valid", _named("score not a number in [0, 1]", bad), "every score is a number in [0, 1]")
+    return verdict("scores_valid", named("score not a number in [0, 1]", bad), "every score is a number in [0, 1]")
 
 
 def check_rejection_reasons(data: RunData) -> Check:
     bare = [str(r.get("id")) for r in data.rejections.records if not (isinstance(r.get("reason"), str) and r["reason"].strip())]
-    return _verdict(
-        "rejection_reasons", _named("rejected without a reason", bare), f"{len(data.rejections.records)} rejections, each with its reason"
+    return verdict(
+        "rejection_reasons", named("rejected without a reason", bare), f"{len(data.rejections.records)} rejections, each with its reason"
     )
 
 
@@ -292,9 +262,9 @@ def check_machine_paths(data: RunData) -> Check:
             found = machine_paths(line)
             if found:
                 findings.append(f"{name}:{number} {found[0][1]!r}")
-    return _verdict(
+    return verdict(
         "no_machine_paths",
-        _named("path into a temporary or home folder", findings),
+        named("path into a temporary or home folder", findings),
         "no path into a temporary or home folder in the outputs",
     )
 
@@ -315,17 +285,57 @@ def check_run_status(data: RunData) -> Check:
     return Check("run_status", True, "complete, not stopped, the pilot's own checks passed")
 
 
+def check_recorded_hashes(data: RunData) -> Check:
+    """Every SHA-256 the manifest records (the run's files, the reloaded checkpoint) against the file."""
+    manifest = data.manifest if isinstance(data.manifest, dict) else {}
+    recorded = manifest.get("sha256")
+    if data.ended != "complete":
+        return Check("recorded_hashes", True, "the run did not complete: its files' hashes are recorded at the end")
+    if not isinstance(recorded, dict) or not recorded:
+        return Check("recorded_hashes", False, "manifest.json records no SHA-256 of the run's files (checkpoint.pt included)")
+    recorded = dict(recorded)
+    reloaded = manifest.get("checkpoint_reload")
+    if (
+        isinstance(reloaded, dict)
+        and "sha256" in reloaded
+        and recorded.setdefault("checkpoint.pt", reloaded["sha256"]) != reloaded["sha256"]
+    ):
+        recorded["checkpoint.pt"] = "two different hashes recorded"
+    problems = []
+    for name in (*RUN_FILES, "texts.json", "model.py", "reload.py"):
+        if name != "manifest.json" and name not in recorded and (data.run_dir / name).is_file():
+            problems.append(f"{name} has no recorded SHA-256")
+    for name, digest in sorted(recorded.items()):
+        path = data.run_dir / name if isinstance(name, str) and _plain_name(name) else None
+        if path is None:
+            problems.append(f"{name!r} is not a file name of the run")
+        elif not path.is_file() or path.is_symlink():
+            problems.append(f"{name} is missing" if not path.is_symlink() else f"{name} is a link")
+        elif sha256_file(path) != digest:
+            problems.append(f"{name} differs from the SHA-256 the manifest records")
+    return verdict("recorded_hashes", problems, f"all {len(recorded)} recorded SHA-256 match (checkpoint.pt included)")
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and "/" not in name and "\\" not in name and name not in (".", "..")
+
+
 def check_checksums(data: RunData) -> Check:
-    path = data.run_dir / CHECKSUMS
+    return checksums_check(data.run_dir)
+
+
+def checksums_check(run_dir: Path) -> Check:
+    path = run_dir / CHECKSUMS
     if not path.is_file():
         return Check("checksums", True, f"no {CHECKSUMS} (written by `bundler runs export`): nothing to compare")
-    problems, unlisted = compare_checksums(data.run_dir)
+    problems, unlisted = compare_checksums(run_dir)
     detail = f"every file matches {CHECKSUMS}" + (f"; added after it: {', '.join(unlisted)}" if unlisted else "")
-    return _verdict("checksums", problems, detail)
+    return verdict("checksums", problems, detail)
 
 
 def check_checkpoint_reload(data: RunData, python: str | None = None) -> Check:
-    ok, detail = reload_in_fresh_process(data.run_dir, _ids(data.predictions), python)
+    """The project's own code reloads the checkpoint (reload.py): nothing from the run folder runs."""
+    ok, detail = reload_in_fresh_process(data.run_dir, data.manifest, _ids(data.predictions), data.project, python)
     return Check("checkpoint_reload", ok, detail)
 
 
@@ -371,15 +381,3 @@ def _ids(lines: JsonLines) -> list[str]:
 def _summary_count(data: RunData, key: str) -> int | None:
     value = data.summary.get(key) if isinstance(data.summary, dict) else None
     return value if isinstance(value, int) else None
-
-
-def _named(what: str, items: list[str]) -> list[str]:
-    if not items:
-        return []
-    shown = ", ".join(items[:LISTED])
-    more = f" and {len(items) - LISTED} more" if len(items) > LISTED else ""
-    return [f"{what}: {shown}{more}"]
-
-
-def _verdict(name: str, problems: list[str], ok_detail: str) -> Check:
-    return Check(name, not problems, "; ".join(problems) if problems else ok_detail)

@@ -124,7 +124,8 @@ class BuildResult:
 
 
 def default_tag(bundle: Bundle, lock_sha: str) -> str:
-    name = re.sub(r"[^a-z0-9._-]+", "-", bundle.name.lower()).strip("-._") or bundle.package
+    name = re.sub(r"[^a-z0-9._-]+", "-", bundle.name.lower())
+    name = re.sub(r"[._-]{2,}", "-", name).strip("-._") or bundle.package.replace("_", "-")  # one separator between parts
     return f"bundler/{name}:{build_name(bundle.target.backend, bundle.target.accelerator)}-{lock_sha[:12]}"
 
 
@@ -198,14 +199,14 @@ def run_build(
     say=lambda text: None,
 ) -> BuildResult:
     started = time.monotonic()
-    for reference in (tag, push):  # a bad --tag or --push is refused before anything is built
+    for flag, reference in (("--tag", tag), ("--push", push)):  # a bad --tag or --push is refused before anything is built
         if reference:
-            handoff.split_reference(reference)
+            handoff.split_reference(reference, flag)
     plan = plan_build(bundle, base, say)
     engine = plan.engine
     notes = ([plan.base_image.note] if plan.base_image.note else []) + plan.notes
     tag = tag or default_tag(bundle, plan.lock.sha256)
-    repository, version = handoff.split_reference(tag)
+    repository, version = handoff.split_reference(tag, "--tag")
     with tempfile.TemporaryDirectory(prefix="bundler-context-") as work:
         built = build_once(plan, Path(work), no_cache=no_cache, say=say)
         notes += built.deps.notes

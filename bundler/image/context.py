@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundler.contracts.secrets import looks_secret
 from bundler.image import layout
 from bundler.resources import diagnostics_folder, resource_path
 from bundler.target.bundle import Bundle
@@ -46,41 +46,6 @@ DEFAULT_IGNORES = (
     "**/.DS_Store",
     ".bundler",  # bundler's own state: backups of rewritten files, the stored template render
 )
-# Secret-looking files: never sent (applied after the project's rules), always listed.
-SECRET_FILE_PATTERNS = (
-    "**/.env",
-    "**/.env.*",
-    "**/*.env",
-    "**/.envrc",
-    "**/id_rsa*",
-    "**/id_dsa*",
-    "**/id_ecdsa*",
-    "**/id_ed25519*",
-    "**/*.pem",
-    "**/*.key",
-    "**/*.p12",
-    "**/*.pfx",
-    "**/.ssh",
-    "**/.netrc",
-    "**/_netrc",
-    "**/.pypirc",
-    "**/.git-credentials",
-    "**/.npmrc",
-    "**/.aws",
-    "**/.azure",
-    "**/.config/gcloud",
-    "**/.kube",
-    "**/.docker/config.json",
-    "**/credentials",
-    "**/credentials.json",
-    "**/credentials.*",
-    "**/application_default_credentials.json",
-    "**/service-account*.json",
-    "**/*-credentials.json",
-    "**/secrets.toml",
-    "**/.secrets",
-)
-_PRIVATE_KEY_HEAD = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----")
 
 
 def ignore_patterns(root: Path) -> list[str]:
@@ -107,19 +72,6 @@ def is_ignored(patterns: list[str], relative: str) -> bool:
 def _prefixes(relative: str) -> list[str]:
     parts = relative.split("/")
     return ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
-
-
-def looks_secret(relative: str, path: Path | None = None) -> bool:
-    """A secret by its name (or a folder's name above it), or by a private key in its first bytes."""
-    from docker.utils.build import PatternMatcher
-
-    matcher = PatternMatcher(list(SECRET_FILE_PATTERNS))
-    if any(matcher.matches(prefix) for prefix in _prefixes(relative)):
-        return True
-    if path is not None and path.is_file() and path.stat().st_size < 64 * 1024:
-        with open(path, "rb") as handle:
-            return bool(_PRIVATE_KEY_HEAD.search(handle.read(4096)))
-    return False
 
 
 @dataclass

@@ -17,6 +17,7 @@ from __future__ import annotations
 import string
 from dataclasses import dataclass
 
+from bundler.contracts.oneline import safe_line
 from bundler.errors import BuildError
 from bundler.image import layout
 from bundler.resources import resource_path
@@ -99,8 +100,9 @@ class UnknownDevelBase(BuildError):
 
 
 def env_quote(value: str) -> str:
-    """A value for ENV KEY="…": backslash, quote and $ escaped (ENV expands variables)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("\n", " ")
+    """A value for ENV KEY="…" on one line: backslash, quote and $ escaped (ENV expands variables),
+    every line break and control character a space (contracts/oneline.py)."""
+    return safe_line(value, " ").replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
 def label_instruction(labels: dict) -> str:

@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import BuildError, UsageError
 from bundler.fsutil import atomic_write_text
 
@@ -119,20 +120,22 @@ class PushResult:
         }
 
 
-def split_reference(reference: str) -> tuple[str, str]:
-    """'host:5000/team/app:1' -> ('host:5000/team/app', '1'); no tag means 'latest'."""
-    from docker.utils import parse_repository_tag
-
+def split_reference(reference: str, flag: str = "--push") -> tuple[str, str]:
+    """'host:5000/team/app:1' -> ('host:5000/team/app', '1'); no tag means 'latest'.
+    A UsageError names ``flag``, the option the reference came from."""
     if "@" in reference:
         raise UsageError(
-            f"--push {reference}: push to a tag, not a digest.", hint="For example --push registry.example.com/team/app:1.", value=reference
+            f"{flag} {reference}: tag an image, not a digest.", hint=f"For example {flag} registry.example.com/team/app:1.", value=reference
         )
-    repository, tag = parse_repository_tag(reference)
-    if not repository or repository != repository.lower() or any(c.isspace() for c in reference):
+    try:
+        parsed = parse_reference(reference)
+    except ReferenceError as error:
         raise UsageError(
-            f"--push {reference!r} is not a valid image reference.", hint="Use lower case: HOST[:PORT]/NAME[:TAG].", value=reference
-        )
-    return repository, tag or "latest"
+            f"{flag} {reference!r} is not a valid image reference: {error}.",
+            hint=f"Write it as HOST[:PORT]/NAME[:TAG] with a lower-case name, e.g. {flag} registry.example.com/team/app:1.",
+            value=reference,
+        ) from None
+    return parsed.repository, parsed.tag or "latest"
 
 
 def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=lambda text: None) -> PushResult:

@@ -6,8 +6,8 @@ Target (platform, Python, base image) is taken from the cache; otherwise the arc
 downloaded (or taken from the cache) and checked against the lock's hash, built in the
 builder container (bundler/image/builder.py) and checked (name, version, tags that fit
 the Target). The wheel is stored in the content-addressed wheel cache under its own
-sha256, the record ``builds/<archive sha256>/<key>.json`` remembers it, and the sidecar
-records its sha256 for this Target. The build then installs a lock whose line for that
+sha256 and the record ``builds/<archive sha256>/<key>.json`` remembers it (the build
+writes nothing beside the lock). The build then installs a lock whose line for that
 pin allows exactly that wheel's hash: ``--require-hashes`` like every other wheel.
 
 Wheels inside the project (``./wheels/x.whl`` in requirements.in) are checked against
@@ -27,12 +27,13 @@ from pathlib import Path
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from bundler.contracts.lockformat import INDEX_OPTIONS, Pin, render_body
 from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text, sha256_file
 from bundler.image import builder
 from bundler.image.wheelhouse import cache_root, find_cached
-from bundler.lock.lockfile import Lock, Pin, logical_lines, parse_pins
-from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems, write_sidecar
+from bundler.lock.lockfile import Lock
+from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems
 from bundler.lock.sources import PYPI_SIMPLE, index_files, target_tags
 from bundler.pipsettings import cache_dir, host_pip_settings, open_url
 
@@ -49,34 +50,28 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
     if not side.source_builds:
         return lock, notes
     key = target_key(bundle.target, base.reference)
-    replacements, changed = {}, False
+    replacements = {}
     for item in side.source_builds:
         wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say)
-        entry = {"file": wheel.name, "sha256": digest}
-        recorded = item.setdefault("wheels", {}).get(key)
-        if recorded != entry:
-            if recorded:
-                notes.append(
-                    f"{item['name']}'s wheel was built again and differs from the recorded one; the record now names {digest[:16]}…"
-                )
-            item["wheels"][key] = entry
-            changed = True
+        recorded = item.get("wheels", {}).get(key)
+        if recorded and recorded.get("sha256") != digest:
+            notes.append(
+                f"{item['name']}'s wheel was built again and differs from the one its sidecar records; {digest[:16]}… is installed"
+            )
         replacements[item["name"]] = (item["version"], digest)
-    if changed:
-        write_sidecar(lock.path, side)
-        notes.append(f"{sidecar_path(lock.path).name} records the sha256 of the wheels built for {key}")
     return with_wheel_hashes(lock, replacements), notes
 
 
 def _sidecar(lock: Lock, bundle, notes: list[str]) -> Sidecar:
+    """The lock's sidecar as `bundler lock` wrote it; when missing or out of date, made again in memory
+    (the build never writes beside the lock: the cache's records remember the wheels it built)."""
     side = read_sidecar(lock.path)
     if side is not None and not sidecar_problems(lock, side):
         return side
     from bundler.lock.spec import make_spec
 
     side = make_sidecar(make_spec(bundle, bundle.target), lock, notes)
-    write_sidecar(lock.path, side)
-    notes.append(f"{sidecar_path(lock.path).name} was missing or out of date; written for the lock")
+    notes.append(f"{sidecar_path(lock.path).name} is missing or out of date: made again for this build; `bundler lock` writes it")
     return side
 
 
@@ -119,7 +114,7 @@ def _cached_wheel(item: dict, key: str) -> tuple[Path, str] | None:
     if item.get("wheels", {}).get(key):
         candidates.append(item["wheels"][key]["sha256"])
     for digest in candidates:
-        found = find_cached(Pin(item["name"], item["version"], (digest,), ""))
+        found = find_cached(Pin(item["name"], item["version"], (digest,)))
         if found is not None and sha256_file(found.path) == digest:
             return found.path, digest
     return None
@@ -162,7 +157,7 @@ def _check_wheel(wheel: Path, item: dict, target) -> None:
 
 def _sdist(item: dict, lock: Lock) -> Path:
     """The source archive from the cache, else from the lock's indexes, checked against the lock's hash."""
-    pin = Pin(item["name"], item["version"], (item["sdist_sha256"],), "")
+    pin = Pin(item["name"], item["version"], (item["sdist_sha256"],))
     found = find_cached(pin)
     if found is not None and sha256_file(found.path) == item["sdist_sha256"]:
         return found.path
@@ -211,16 +206,10 @@ def _download(url: str, dest: Path) -> Path:
 
 
 def with_wheel_hashes(lock: Lock, replacements: dict[str, tuple[str, str]]) -> Lock:
-    """``lock`` with each replaced pin allowing exactly its built wheel's sha256."""
-    lines = []
-    for text in logical_lines(lock.install_body):
-        pins = parse_pins(text)
-        name = pins[0].name if pins else ""
-        if name in replacements:
-            version, digest = replacements[name]
-            marker = text.split(";", 1)[1].split(" --hash")[0].strip() if ";" in text else ""
-            text = f"{name}=={version}" + (f" ; {marker}" if marker else "") + f" --hash=sha256:{digest}"
-        lines.append(text)
-    index_lines = [line for line in lock.body.splitlines() if line.startswith(("--index-url", "--extra-index-url"))]
-    body = "\n".join(index_lines) + "\n\n" + "\n".join(lines) + "\n"
-    return replace(lock, body=body, pins=tuple(parse_pins(body)))
+    """``lock`` with each replaced pin allowing exactly its built wheel's sha256 (its extras and marker kept)."""
+    pins = [
+        replace(pin, version=replacements[pin.name][0], hashes=(replacements[pin.name][1],)) if pin.name in replacements else pin
+        for pin in lock.pins
+    ]
+    index_lines = [line for line in lock.body.splitlines() if line.startswith(INDEX_OPTIONS)]
+    return replace(lock, body=render_body(index_lines, pins), pins=tuple(pins))

@@ -55,7 +55,7 @@ def locked_pins(lock: Lock) -> list[Pin]:
     for pin in lock.pins:
         if not pin.version or not pin.hashes:
             raise LockError(
-                f"{lock.path}: {pin.line[:80]!r} is not an exact, hashed pin, so it cannot be installed offline with --require-hashes.",
+                f"{lock.path}: {pin.text[:80]!r} is not an exact, hashed pin, so it cannot be installed offline with --require-hashes.",
                 hint="Run `bundler lock` to write a hashed lock.",
                 path=lock.path,
             )

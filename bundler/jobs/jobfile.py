@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bundler.contracts.oneline import safe_line
 from bundler.errors import ExistsError, UsageError
 from bundler.fsutil import atomic_write_text, sha256_bytes
 
 _FIELD = re.compile(r"^# ([a-z0-9-]+): (.*)$")
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f]")
 _TITLE = "# Written by `bundler job "
 
 
@@ -24,7 +24,7 @@ def compose(engine: str, record: dict, body: str, *, shebang: str = "") -> str:
     lines = [shebang] if shebang else []
     lines.append(f"{_TITLE}{engine}`: regenerate it with that command rather than edit it by hand.")
     fields = {"bundler-job": engine, **record, "body-sha256": sha256_bytes(body.encode("utf-8"))}
-    lines += [f"# {key}: {_UNPRINTABLE.sub('?', str(value))}" for key, value in fields.items()]
+    lines += [f"# {key}: {safe_line(str(value))}" for key, value in fields.items()]  # every Unicode line break counts
     return "\n".join(lines) + "\n" + body
 
 

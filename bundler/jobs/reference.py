@@ -11,17 +11,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import UsageError
 
-_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_DOMAIN = r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?)"
-REFERENCE_RE = re.compile(
-    rf"^(?P<repository>(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*)"
-    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[0-9a-f]{64}))?$"
-)
 ARCHIVE_SUFFIXES = (".tar", ".sif")
-MAX_NAME = 255
 
 
 @dataclass(frozen=True)
@@ -61,15 +54,16 @@ def parse_image(text: str, *, archives: bool) -> Image:
                 value=text,
             )
         return _archive(text)
-    match = REFERENCE_RE.match(text)
-    if match is None or len(match.group("repository")) > MAX_NAME:
+    try:
+        reference = parse_reference(text)
+    except ReferenceError as error:
         raise UsageError(
-            f"--image {text!r} is not an image reference.",
+            f"--image {text!r} is not an image reference: {error}.",
             hint="Write it as HOST[:PORT]/NAME[:TAG][@sha256:DIGEST], lower-case name, without spaces or quotes"
             + (", or give the path of a .tar (`bundler build --export`) or .sif file." if archives else "."),
             value=text,
-        )
-    return Image(text, match.group("repository"), match.group("tag") or "", match.group("digest") or "")
+        ) from None
+    return Image(text, reference.repository, reference.tag, reference.digest)
 
 
 def _archive(text: str) -> Image:

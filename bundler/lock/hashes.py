@@ -22,10 +22,10 @@ from urllib.parse import unquote, urljoin, urlsplit
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
 
+from bundler.contracts.lockformat import unhashed_pin, with_hashes
 from bundler.errors import ExternalError, LockError
 from bundler.pipsettings import PipSettings, open_url
 
-_PIN_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)(\s*;[^\\]*)?\s*$")
 _ANCHOR = re.compile(r"<a\s[^>]*?href=\"([^\"]+)\"[^>]*>([^<]*)</a>", re.IGNORECASE)
 _ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 WORKERS = 8
@@ -40,7 +40,7 @@ class IndexFile:
 
 def hash_body(body: str, index_urls: list[str], settings: PipSettings) -> str:
     """pip-compile's body (``name==version`` lines) with every pin's ``--hash`` lines added."""
-    pins = [(match.group(1), match.group(2)) for match in map(_PIN_LINE.match, body.splitlines()) if match]
+    pins = [(pin.given_name, pin.version) for pin in map(unhashed_pin, body.splitlines()) if pin]
     names = sorted({canonicalize_name(name) for name, _ in pins})
     jobs = [(name, url) for name in names for url in index_urls]
     with ThreadPoolExecutor(WORKERS) as pool:
@@ -58,10 +58,9 @@ def hash_body(body: str, index_urls: list[str], settings: PipSettings) -> str:
             hashes[(name, version)] = sorted(set(pool.map(lambda f: f.sha256 or _hash_file(f.url, settings), files)))
     lines = []
     for line in body.splitlines():
-        match = _PIN_LINE.match(line)
-        if match:
-            digests = hashes[(match.group(1), match.group(2))]
-            line = " \\\n".join([line.rstrip()] + [f"    --hash=sha256:{digest}" for digest in digests])
+        pin = unhashed_pin(line)
+        if pin:
+            line = with_hashes(line, hashes[(pin.given_name, pin.version)])
         lines.append(line)
     return "\n".join(lines) + "\n"
 

@@ -1,8 +1,8 @@
 """The install check where a lock runs: a hashed install, `pip check`, torch's build.
 
 One definition for the build's smoke test (in the new image) and for a venv on a host;
-the diagnostics folder carries its own copy of the torch comparison (it runs without
-bundler).
+the torch comparison is contracts/buildtag.py's, which the diagnostics carry as a
+generated copy (they run without bundler).
 """
 
 from __future__ import annotations
@@ -13,26 +13,21 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundler.contracts import buildtag
+
 
 def torch_build_check(target) -> str:
-    """Python code that imports torch and compares its build with the Target (exit 1 if not)."""
+    """Python code that imports torch and compares its build with the Target (exit 1 if not).
+
+    The rule is contracts/buildtag.py's, carried in the program itself (the image has no bundler)."""
     expected = {"torch": target.torch, "backend": target.backend, "accelerator": target.accelerator}
     return (
-        "import json, sys\n"
+        Path(buildtag.__file__).read_text(encoding="utf-8") + "\nimport json, sys\n"
         f"want = {json.dumps(expected)}\n"
         "import torch\n"
-        "got = {'version': torch.__version__, 'cuda': getattr(torch.version, 'cuda', None), 'hip': getattr(torch.version, 'hip', None)}\n"
-        "problems = []\n"
-        "if torch.__version__.split('+')[0] != want['torch']:\n"
-        "    problems.append('torch ' + torch.__version__ + ' is not ' + want['torch'])\n"
-        "acc = want['accelerator']\n"
-        "if want['backend'] == 'cuda' and not (got['cuda'] or '').startswith(acc):\n"
-        "    problems.append('torch.version.cuda is %r, the Target wants CUDA %s' % (got['cuda'], acc))\n"
-        "if want['backend'] == 'rocm' and not (got['hip'] or '').startswith(acc):\n"
-        "    problems.append('torch.version.hip is %r, the Target wants ROCm %s' % (got['hip'], acc))\n"
-        "if want['backend'] == 'cpu' and (got['cuda'] or got['hip']):\n"
-        "    problems.append('a CPU Target got a GPU build (cuda=%r, hip=%r)' % (got['cuda'], got['hip']))\n"
-        "print(json.dumps({'torch': got, 'problems': problems}))\n"
+        "got = TorchBuild(torch.__version__, getattr(torch.version, 'cuda', None), getattr(torch.version, 'hip', None))\n"
+        "problems = torch_build_problems(got, want['torch'], want['backend'], want['accelerator'])\n"
+        "print(json.dumps({'torch': {'version': got.version, 'cuda': got.cuda, 'hip': got.hip}, 'problems': problems}))\n"
         "sys.exit(1 if problems else 0)\n"
     )
 

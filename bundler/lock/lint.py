@@ -35,7 +35,7 @@ def lint_lock(text: str, target, expected: dict[str, str], needs_setuptools: boo
     pins = {pin.name: pin for pin in parse_pins(body)}
     for pin in pins.values():
         if not pin.version:
-            problems.append(f"{pin.line[:80]!r} is not an exact name==version pin")
+            problems.append(f"{pin.text[:80]!r} is not an exact name==version pin")
         elif not pin.hashes:
             problems.append(f"{pin.name}=={pin.version} has no --hash")
     for name, version in expected.items():

@@ -14,33 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-
+from bundler.contracts.lockformat import LockFormatError, Pin, parse_body, render_header, split_header
+from bundler.contracts.oneline import NotOneLine, is_one_line
 from bundler.errors import LockError
 from bundler.fsutil import sha256_bytes
 
-HEADER_KEYS = (
-    "target",
-    "target-json",
-    "build",
-    "torch-index",
-    "index-url",
-    "extra-index-url",
-    "base-image",
-    "bundler-version",
-    "resolver",
-    "input-sha256",
-    "body-sha256",
-)
 TARGET_FIELDS = ("backend", "accelerator", "torch", "python", "platform", "torch_index")
 DEFAULT_TORCH_INDEX = "pytorch"
-_HEADER_LINE = re.compile(r"^# ([a-z0-9-]+): (.*)$")
-_REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?\s*==\s*([^\s;\\]+)")
-_HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})\b")
 
 
 # ----- hashes ----------------------------------------------------------------------
@@ -89,38 +72,43 @@ class LockHeader:
 
 
 def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
-    """The full lock text: header, the target's index lines, then the requirements."""
+    """The full lock text: header, the target's index lines, then the requirements.
+
+    Every header value is one line (``contracts/oneline.py``): a line break in a value would
+    end the comment and make the rest a line pip reads."""
     index_lines = [f"--index-url {header.index_url}"] + [f"--extra-index-url {url}" for url in header.extra_index_urls]
     body = "\n".join(index_lines) + "\n\n" + requirements_body.strip() + "\n"
-    lines = [
-        f"# {name}: hashed lock written by `bundler lock`. Do not edit by hand: change",
-        "# requirements.in or bundle.toml [target] and run `bundler lock` again.",
-        f"# target: {header.describe_target()}",
-        f"# target-json: {json.dumps(header.target, sort_keys=True)}",
-        f"# build: {header.build}",
-        f"# torch-index: {header.torch_index}",
-        f"# index-url: {header.index_url}",
-        f"# extra-index-url: {' '.join(header.extra_index_urls)}",
-        f"# base-image: {header.base_image}",
-        f"# bundler-version: {header.bundler_version}",
-        f"# resolver: {header.resolver}",
-        f"# input-sha256: {header.input_sha256}",
-        f"# body-sha256: {body_hash(body)}",
+    values = {
+        "target": header.describe_target(),
+        "target-json": json.dumps(header.target, sort_keys=True),
+        "build": header.build,
+        "torch-index": header.torch_index,
+        "index-url": header.index_url,
+        "extra-index-url": " ".join(header.extra_index_urls),
+        "base-image": header.base_image,
+        "bundler-version": header.bundler_version,
+        "resolver": header.resolver,
+        "input-sha256": header.input_sha256,
+        "body-sha256": body_hash(body),
+    }
+    title = [
+        f"{name}: hashed lock written by `bundler lock`. Do not edit by hand: change",
+        "requirements.in or bundle.toml [target] and run `bundler lock` again.",
     ]
-    return "\n".join(lines) + "\n" + body
+    try:
+        return render_header(title, values) + body
+    except NotOneLine as error:
+        key = next((key for key, value in values.items() if not is_one_line(value)), "name")
+        raise LockError(
+            f"the lock's {key} would be {error}, which would break out of the lock's header comment.",
+            hint="Fix the value where it comes from (bundle.toml [target], requirements.in); it must be one line.",
+            value=values.get(key, name),
+        ) from None
 
 
 def split_lock(text: str) -> tuple[dict[str, str], str]:
-    """(header key -> value, body) of a lock; the header is the leading comment block."""
-    lines = text.splitlines()
-    fields: dict[str, str] = {}
-    index = 0
-    while index < len(lines) and lines[index].startswith("#"):
-        match = _HEADER_LINE.match(lines[index])
-        if match and match.group(1) in HEADER_KEYS:
-            fields[match.group(1)] = match.group(2).strip()
-        index += 1
-    return fields, "\n".join(lines[index:])
+    """(header key -> value, body) of a lock (contracts/lockformat.py)."""
+    return split_header(text)
 
 
 def parse_header(fields: dict[str, str]) -> LockHeader | None:
@@ -149,44 +137,9 @@ def requirements_body(body: str) -> str:
     return "\n".join(kept).strip() + "\n"
 
 
-@dataclass(frozen=True)
-class Pin:
-    name: str  # canonical (lower case, '-' separated)
-    version: str
-    hashes: tuple[str, ...]
-    line: str
-
-    @property
-    def label(self) -> str:
-        return self.version.partition("+")[2]
-
-
-def logical_lines(body: str) -> list[str]:
-    """Requirement lines with backslash continuations joined and comments dropped."""
-    joined, current = [], ""
-    for raw in body.splitlines():
-        line = raw.split(" #", 1)[0].rstrip() if not raw.lstrip().startswith("#") else ""
-        if line.endswith("\\"):
-            current += line[:-1] + " "
-            continue
-        current += line
-        if current.strip():
-            joined.append(current.strip())
-        current = ""
-    if current.strip():
-        joined.append(current.strip())
-    return joined
-
-
 def parse_pins(body: str) -> list[Pin]:
-    pins = []
-    for line in logical_lines(body):
-        if line.startswith("-"):
-            continue
-        match = _REQUIREMENT.match(line)
-        name = canonicalize_name(match.group(1)) if match else line.split()[0]
-        pins.append(Pin(name, match.group(3) if match else "", tuple(_HASH.findall(line)), line))
-    return pins
+    """The pins of a lock's body (the index lines skipped); LockFormatError naming a line that is no pin."""
+    return list(parse_body(body).pins)
 
 
 # ----- state -----------------------------------------------------------------------
@@ -251,7 +204,12 @@ def read_lock(lock_path: Path, requirements_in: str | None, target) -> Lock:
         return Lock(LockState("tampered", f"{lock_path.name} is not UTF-8 text (byte {error.start}).", lock_path))
     fields, body = split_lock(text)
     state = _state(lock_path, parse_header(fields), body, requirements_in, target)
-    return Lock(state, text, body, tuple(parse_pins(body)), sha256_bytes(data))
+    try:
+        pins = tuple(parse_pins(body))
+    except LockFormatError as error:
+        detail = f"{lock_path.name}, {error}: the lock's pins are name==version lines with sha256 hashes."
+        return Lock(LockState("tampered", detail, lock_path, state.header), text, body, (), sha256_bytes(data))
+    return Lock(state, text, body, pins, sha256_bytes(data))
 
 
 def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_in: str | None, target) -> LockState:
@@ -279,7 +237,7 @@ def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_i
 
 def bundle_lock(bundle) -> Lock:
     """The bundle's lock, its state judged against the project's requirements.in (with its includes) and Target."""
-    from bundler.lock.includes import input_text
+    from bundler.lock.requirements import input_text
 
     return read_lock(bundle.lock_path, input_text(bundle.root), bundle.target)
 

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
-from bundler.lock.directrefs import project_index
 from bundler.lock.hashes import hash_body
 from bundler.lock.piplog import resolution_error
-from bundler.lock.requirements import REQUIREMENTS_IN
+from bundler.lock.requirements import REQUIREMENTS_IN, project_index
 from bundler.lock.spec import LockSpec
 from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
 from bundler.pipsettings import (

@@ -5,8 +5,9 @@ what a lock knows that pip's format cannot hold.
   evaluated): the packages whose modules the image's smoke test and the diagnostics import;
 - ``source_builds``: pins with no wheel for the Target, each with its source archive's
   name and sha256 (one of the lock's hashes) and why it must be built; ``bundler build``
-  adds, per Target and base image, the wheel it built and that wheel's sha256, which the
-  image then installs with ``--require-hashes`` like every other wheel;
+  builds the wheel per Target and base image (the wheel cache records it; the build never
+  writes this file) and the image installs it with ``--require-hashes`` like every other
+  wheel;
 - ``project_wheels``: wheels inside the project that requirements.in names, by sha256.
 
 It is tied to the lock by the lock's body hash; ``bundler check`` and ``bundler build``

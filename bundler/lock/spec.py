@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import UsageError
-from bundler.lock.includes import input_text
 from bundler.lock.lockfile import input_hash, target_fields
-from bundler.lock.requirements import CompiledInput, compile_input, line_name
+from bundler.lock.requirements import CompiledInput, compile_input, input_text, line_name
 from bundler.lock.uvresolve import uv_binary
 from bundler.target.bundle import Bundle, Target
 from bundler.target.table import CompatTable, TorchBuild

@@ -6,14 +6,19 @@ failed or not checked, with a detail (what was found) and a hint (what to do).
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import os
 import re
 import shlex
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from bundler.contracts.pilotconfig import ConfigProblem, Parameters, parse_config
+from bundler.contracts.pilotconfig import check_config as check_config_schema
+from bundler.contracts.secrets import SECRET_SAMPLES, find_tokens, is_secret_path
 from bundler.errors import ProjectFileError
 from bundler.fsutil import read_json
 from bundler.image.context import clean_patterns, is_ignored
@@ -26,33 +31,8 @@ PASS, FAIL, NOT_CHECKED = "pass", "fail", "not checked"
 PILOT_CONFIG = "config/pilot.json"
 DIAGNOSTICS_TIMEOUT_S = 60
 
-# Token-looking values that must never sit in a parameter file.
-TOKEN_PATTERNS = (
-    ("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
-    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
-    ("AWS secret access key", re.compile(r"(?i)aws.{0,20}secret.{0,20}[\"':= ]+[A-Za-z0-9/+=]{40}\b")),
-    ("private key block", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    ("password in a URL", re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@\"']+:[^/\s@\"']+@")),
-    ("Slack token", re.compile(r"\bxox[abpors]-[A-Za-z0-9-]{10,}")),
-)
-
-# Files the build context must never carry, and one trial output, as paths to test.
-DOCKERIGNORE_SAMPLES = (
-    ".env",
-    ".env.local",
-    "config/.env",
-    "server.pem",
-    "keys/server.pem",
-    "id_rsa",
-    "id_rsa.pub",
-    ".netrc",
-    ".pypirc",
-    "credentials",
-    "credentials.json",
-    "runs/20260101-0000/metrics.json",
-)
+# Files the build context must never carry (the secrets' own samples), and one trial output, as paths to test.
+DOCKERIGNORE_SAMPLES = (*SECRET_SAMPLES, "runs/20260101-0000/metrics.json")
 README_SECTIONS = ("install", "launch", "check")
 
 
@@ -115,51 +95,87 @@ def check_lock(bundle: Bundle) -> Item:
 
 
 def check_config(bundle: Bundle) -> Item:
+    """The pilot's own schema (contracts/pilotconfig.py, which the generated pilot carries), with
+    the model sections its pilot.py declares in PARAMETERS: what the pilot refuses fails here."""
     name = "config/pilot.json valid and secret-free"
     path = bundle.root / PILOT_CONFIG
-    loaded = _load_json(path)
-    if isinstance(loaded, str):
-        return Item(name, FAIL, loaded, f"Write {PILOT_CONFIG} as a JSON object (see a fresh `bundler new` project).")
-    problems = config_problems(loaded)
-    secrets = find_secrets(path.read_text(encoding="utf-8"))
+    text = _load_text(path)
+    if text is None:
+        return Item(name, FAIL, f"{PILOT_CONFIG} cannot be read", f"Write {PILOT_CONFIG} (see a fresh `bundler new` project).")
+    parameters = pilot_parameters(bundle)
+    if isinstance(parameters, str):
+        return Item(name, FAIL, parameters, "Declare PARAMETERS in pilot.py as a fresh `bundler new` project does.")
+    problems, hint, loaded = [], "", None
+    try:
+        loaded = parse_config(text)
+        check_config_schema(loaded, parameters)
+    except ConfigProblem as problem:
+        problems.append(f"{PILOT_CONFIG}: {problem.key or 'the top level'} {problem.text}")
+        hint = problem.hint
+    secrets = find_tokens(text)
     if secrets:
         problems.append("token-looking values: " + ", ".join(secrets))
-    if problems:
-        hint = (
-            "Keep parameters only in the config; give secrets through environment variables at launch."
-            if secrets
-            else ("Fix the keys named above; paths are relative to the project, without '..'.")
-        )
+        hint = "Keep parameters only in the config; give secrets through environment variables at launch."
+    if problems or not isinstance(loaded, dict):
         return Item(name, FAIL, "; ".join(problems), hint)
     return Item(name, PASS, f"{len(loaded['categories'])} categories, {loaded['expected_documents']} expected documents")
 
 
-def config_problems(config: object) -> list[str]:
-    if not isinstance(config, dict):
-        return ["the top level is not a JSON object"]
-    problems = []
-    categories = config.get("categories")
-    if not (isinstance(categories, list) and categories and all(isinstance(c, str) and c for c in categories)):
-        problems.append("categories must be a non-empty list of names")
-    elif len(set(categories)) != len(categories):
-        problems.append("categories holds duplicates")
-    for key in ("data_dir", "manifest", "runs_dir"):
-        value = config.get(key)
-        if not isinstance(value, str) or not value:
-            problems.append(f"{key} is missing")
-        elif value.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", value) or ".." in PurePosixPath(value.replace("\\", "/")).parts:
-            problems.append(f"{key} {value!r} must be a relative path inside the project")
-    expected = config.get("expected_documents")
-    if not isinstance(expected, int) or isinstance(expected, bool) or expected <= 0:
-        problems.append("expected_documents must be a whole number above 0")
-    rejections = config.get("expected_rejections")
-    if not isinstance(rejections, int) or isinstance(rejections, bool) or rejections < 0:
-        problems.append("expected_rejections must be a whole number, 0 or more (the planned rejections among the inputs)")
-    return problems
-
-
 def find_secrets(text: str) -> list[str]:
-    return [label for label, pattern in TOKEN_PATTERNS if pattern.search(text)]
+    return find_tokens(text)
+
+
+def pilot_parameters(bundle: Bundle) -> Parameters | str:
+    """PARAMETERS of src/<package>/pilot.py, read without running it; the sentence saying why not otherwise."""
+    path = bundle.root / "src" / bundle.package / "pilot.py"
+    shown = path.relative_to(bundle.root)
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as error:
+        return f"{shown} cannot be read ({error.__class__.__name__}), so the config's model sections are unknown"
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PARAMETERS" for t in node.targets):
+            try:
+                value = _literal(node.value)
+            except (ValueError, TypeError) as error:
+                return f"{shown}: PARAMETERS is not a plain literal ({error})"
+            if isinstance(value, dict) and all(isinstance(v, dict) for v in value.values()):
+                return value
+            return f"{shown}: PARAMETERS is not {{section: {{key: (int|float, lowest, highest)}}}}"
+    return f"{shown} declares no PARAMETERS (the config's model sections)"
+
+
+_TYPES = {"int": int, "float": float}
+_ARITHMETIC = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b}
+
+
+def _literal(node: ast.AST) -> object:
+    """A literal of dicts, tuples, numbers, strings, int/float and small arithmetic (``1 << 20``, ``2**32 - 1``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str)):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _TYPES:
+        return _TYPES[node.id]
+    if isinstance(node, ast.Dict) and None not in node.keys:
+        return {_literal(key): _literal(value) for key, value in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return tuple(_literal(item) for item in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_number(_literal(node.operand))
+    if isinstance(node, ast.BinOp):
+        left, right = _number(_literal(node.left)), _number(_literal(node.right))
+        if isinstance(node.op, ast.Pow) and abs(right) <= 64:
+            return left**right
+        if isinstance(node.op, ast.LShift) and isinstance(left, int) and isinstance(right, int) and 0 <= right <= 64:
+            return left << right
+        if type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](left, right)
+    raise ValueError(f"line {getattr(node, 'lineno', '?')}: {ast.unparse(node)[:40]}")
+
+
+def _number(value: object) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{value!r} is not a number")
+    return value
 
 
 def check_pilot_inputs(bundle: Bundle) -> Item:
@@ -264,14 +280,34 @@ def check_dockerignore(bundle: Bundle) -> Item:
         )
     patterns = clean_patterns(path.read_text(encoding="utf-8", errors="replace").splitlines())
     uncovered = [sample for sample in DOCKERIGNORE_SAMPLES if not is_ignored(patterns, sample)]
-    if uncovered:
+    present = secrets_outside_dockerignore(bundle, patterns)
+    if uncovered or present:
+        shown = [f"{name} (in the project)" for name in present[:8]] + [name for name in uncovered if name not in present]
         return Item(
             name,
             FAIL,
-            "not excluded: " + ", ".join(uncovered),
-            "Add patterns such as **/.env*, **/*.pem, **/id_rsa*, **/.netrc, **/.pypirc, **/credentials*, runs/.",
+            "not excluded: " + ", ".join(shown),
+            "Add patterns such as **/.env*, **/*.pem, **/id_rsa*, **/.netrc, **/.pypirc, **/credentials*, **/kaggle.json, "
+            "**/.huggingface/, runs/ (bundler withholds secrets from its own builds; another builder would not).",
         )
     return Item(name, PASS, f"{len(DOCKERIGNORE_SAMPLES)} secret and trial-output samples excluded")
+
+
+def secrets_outside_dockerignore(bundle: Bundle, patterns: list[str] | None = None) -> list[str]:
+    """The project's files that are secrets (contracts/secrets.py) and that .dockerignore lets through."""
+    if patterns is None:
+        ignore_file = bundle.root / ".dockerignore"
+        text = ignore_file.read_text(encoding="utf-8", errors="replace") if ignore_file.is_file() else ""
+        patterns = clean_patterns(text.splitlines())
+    found = []
+    for folder, dirs, files in os.walk(bundle.root):
+        base = Path(folder).relative_to(bundle.root).as_posix()
+        dirs[:] = sorted(d for d in dirs if d not in (".git", ".venv", "node_modules", "__pycache__"))
+        for file in sorted(files):
+            relative = file if base == "." else f"{base}/{file}"
+            if is_secret_path(relative) and not is_ignored(patterns, relative):
+                found.append(relative)
+    return found
 
 
 def check_entry(bundle: Bundle) -> Item:
@@ -324,6 +360,13 @@ def readme_headings(text: str) -> list[str]:
         if previous.strip() and re.match(r"^(=+|-+)\s*$", line):
             headings.append(previous.strip().lower())
     return headings
+
+
+def _load_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def check_template(bundle: Bundle) -> Item:

@@ -24,6 +24,7 @@ from pathlib import Path
 from jinja2.ext import Extension
 
 from bundler import __version__
+from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import ExistsError, FileSystemError, UsageError
 from bundler.fsutil import atomic_write_json, read_json, staged_directory
 from bundler.resources import resource_path
@@ -34,12 +35,6 @@ from bundler.target.table_file import load_table
 ANSWERS_FILE = ".bundler-answers.json"
 CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-# An image reference as Docker reads it: [host[:port]/]name[/name...][:tag][@sha256:digest]
-IMAGE_RE = re.compile(
-    r"^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::\d+)?/)?"
-    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
-)
 MAX_SIZE_BUDGET_MB = 1_000_000  # a terabyte: beyond it a number is a typo, not an image size
 LATIN = str.maketrans({"ß": "ss", "æ": "ae", "Æ": "AE", "ø": "o", "Ø": "O", "œ": "oe", "Œ": "OE", "đ": "d", "ł": "l", "Ł": "L", "þ": "th"})
 SHADOWED = {"torch", "numpy", "bundler"}  # with the standard library: names a package in src/ must not hide
@@ -149,12 +144,14 @@ def validate_answers(answers: dict, *, target: bool = True) -> None:
             hint="--set size_budget_mb=3000",
             value=budget,
         )
-    if not IMAGE_RE.match(answers["base_image"]) or len(answers["base_image"]) > 255:
+    try:
+        parse_reference(answers["base_image"])
+    except ReferenceError as error:
         raise UsageError(
-            f"base_image {answers['base_image']!r} is not an image reference.",
+            f"base_image {answers['base_image']!r} is not an image reference: {error}.",
             hint="Write it as Docker does: [registry/]name[:tag][@sha256:digest], e.g. --set base_image=python:3.11-slim-bookworm.",
             value=answers["base_image"],
-        )
+        ) from None
     _validate_categories(answers["categories"])
 
 

@@ -40,9 +40,12 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import ProjectFileError, UsageError
 from bundler.fsutil import read_toml
 from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
+
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
 
 BUNDLE_FILE = "bundle.toml"
 BACKENDS = ("cuda", "rocm", "cpu")
@@ -88,6 +91,7 @@ class Bundle:
     lock: str = "requirements-rebuild.txt"
     size_budget_mb: int = 3000
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
+    inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
 
     @property
     def path(self) -> Path:
@@ -100,53 +104,70 @@ class Bundle:
 
 def validate_target(target: Target, path: Path | None = None) -> Target:
     """Check the shape of each Target field (which builds exist is the compatibility table's job)."""
-    error = ProjectFileError if path is not None else UsageError
+    error_kind = ProjectFileError if path is not None else UsageError
     where = f"{path}: " if path is not None else ""
     if target.backend not in BACKENDS:
-        raise error(
+        raise error_kind(
             f"{where}unknown backend {target.backend!r}.",
             hint=f"Use one of: {', '.join(BACKENDS)}.",
             path=path,
             value=target.backend,
         )
     if target.backend == "cpu" and target.accelerator:
-        raise error(
+        raise error_kind(
             f"{where}backend 'cpu' takes no accelerator version, got {target.accelerator!r}.",
             hint='Set accelerator = "" for cpu, or choose backend cuda/rocm.',
             path=path,
             value=target.accelerator,
         )
-    if target.backend != "cpu" and not ACCELERATOR_RE.match(target.accelerator):
+    if target.backend != "cpu" and not ACCELERATOR_RE.fullmatch(target.accelerator):
         example = "12.8" if target.backend == "cuda" else "6.4"
-        raise error(
+        raise error_kind(
             f"{where}backend {target.backend!r} needs an accelerator version like {example!r}, got {target.accelerator!r}.",
             hint=f'Set accelerator = "{example}" (the {target.backend.upper()} version of the PyTorch build).',
             path=path,
             value=target.accelerator,
         )
-    if not RELEASE_RE.match(target.torch):
-        raise error(
+    if not RELEASE_RE.fullmatch(target.torch):
+        raise error_kind(
             f"{where}torch version {target.torch!r} is not an exact release like '2.13.0'.",
             hint="Pin an exact torch release: the lock and the image are built for exactly one.",
             path=path,
             value=target.torch,
         )
-    if not PYTHON_RE.match(target.python):
-        raise error(
+    if not PYTHON_RE.fullmatch(target.python):
+        raise error_kind(
             f"{where}Python version {target.python!r} is not a minor version like 3.11.",
             hint="Give major.minor only, e.g. 3.11 or 3.12.",
             path=path,
             value=target.python,
         )
     if target.platform not in PLATFORMS:
-        raise error(
+        raise error_kind(
             f"{where}platform {target.platform!r} is not supported.",
             hint=f"Use one of: {', '.join(PLATFORMS)}.",
             path=path,
             value=target.platform,
         )
+    if target.base_image:
+        try:
+            parse_reference(target.base_image)
+        except ReferenceError as error:
+            raise error_kind(
+                f"{where}base_image {target.base_image!r} is not an image reference: {error}.",
+                hint='Write it as [registry/]name[:tag][@sha256:digest], e.g. base_image = "python:3.11-slim-bookworm".',
+                path=path,
+                value=target.base_image,
+            ) from None
+    if target.base_digest and not DIGEST_RE.fullmatch(target.base_digest):
+        raise error_kind(
+            f"{where}base_digest {target.base_digest!r} is not a sha256 digest (sha256: and 64 hex digits).",
+            hint='Leave it empty (base_digest = "") and `bundler build` records the base image\'s digest.',
+            path=path,
+            value=target.base_digest,
+        )
     if target.torch_index not in TORCH_INDEXES:
-        raise error(
+        raise error_kind(
             f"{where}torch_index {target.torch_index!r} is not one of {', '.join(TORCH_INDEXES)}.",
             hint='Use "pytorch" (PyTorch\'s index of the build, the default) or "pypi" (PyPI\'s own build, when it is the Target\'s).',
             path=path,
@@ -184,7 +205,7 @@ _EXTENSION_KEYS = {"name", "module", "compile", "check"}
 
 
 def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
-    _check_keys(path, "", data, set(_SECTIONS) | {"extensions"})
+    _check_keys(path, "", data, set(_SECTIONS) | {"extensions", "inputs"})
     for section, keys in _SECTIONS.items():
         if section not in ("build", "diagnostics") and section not in data:
             raise ProjectFileError(
@@ -226,7 +247,48 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
         size_budget_mb=budget,
         extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
+        inputs=_inputs(root, path, data.get("inputs", {})),
     )
+
+
+def _inputs(root: Path, path: Path, table: object) -> dict[str, str]:
+    """[inputs]: each name an identifier, each value a file or folder path inside the project."""
+    if not isinstance(table, dict):
+        raise ProjectFileError(
+            f"{path}: [inputs] must be a table.", hint='Write [inputs] with lines like train = "data/train.csv".', path=path
+        )
+    for name, value in table.items():
+        if not name.isidentifier():
+            raise ProjectFileError(
+                f"{path}: [inputs] name {name!r} is not a plain name.",
+                hint="Use letters, digits and '_', e.g. train.",
+                path=path,
+                value=name,
+            )
+        if not isinstance(value, str) or not _project_relative(root, value):
+            raise ProjectFileError(
+                f"{path}: [inputs] {name} = {value!r} is not a path inside the project.",
+                hint=f'Name the input relative to the project folder, e.g. {name} = "data/{name}.csv".',
+                path=path,
+                value=value if isinstance(value, str) else repr(value),
+            )
+    return dict(table)
+
+
+def _project_relative(root: Path, value: str) -> bool:
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(value).parts
+    if (
+        not parts
+        or value.startswith(("/", "~"))
+        or "\\" in value
+        or "\0" in value
+        or ".." in parts
+        or any(c in value for c in "\n\r\x85\u2028\u2029")
+    ):
+        return False
+    return (root / value).resolve().is_relative_to(root.resolve())
 
 
 def _lock_name(root: Path, path: Path, value: object) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from bundler.contracts.buildtag import build_tag
+
 # ASCII digits only (re.ASCII): "１２.８" is not a version, and would name no index
 RELEASE_RE = re.compile(r"^\d+\.\d+\.\d+$", re.ASCII)  # torch 2.9.1
 MINOR_RE = re.compile(r"^\d+\.\d+$", re.ASCII)  # CUDA 12.8
@@ -19,18 +21,16 @@ def version_key(version: str) -> tuple[int, ...]:
 
 
 def cuda_tag(version: str) -> str:
-    return "cu" + version.replace(".", "")
+    return build_tag("cuda", version)
 
 
 def rocm_tag(version: str) -> str:
-    return "rocm" + version
+    return build_tag("rocm", version)
 
 
 def build_name(backend: str, accelerator: str) -> str:
-    """cu128, rocm6.4 or cpu: the name of a PyTorch build (its index and its wheels' label)."""
-    if backend == "cpu":
-        return "cpu"
-    return cuda_tag(accelerator) if backend == "cuda" else rocm_tag(accelerator)
+    """cu128, rocm6.4 or cpu: the name of a PyTorch build (its index and its wheels' label); one rule in contracts/buildtag.py."""
+    return build_tag(backend, accelerator)
 
 
 # The newest manylinux glibc a Target's wheels may need: the oldest glibc among the bases

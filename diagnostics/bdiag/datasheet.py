@@ -7,6 +7,9 @@ import os
 import re
 
 from bdiag import FOLDER
+from bdiag.contracts.buildtag import build_tag, version_tuple
+
+__all__ = ["version_tuple"]  # the diagnostics' one reading of a version string (bdiag/contracts/buildtag.py)
 
 DATA_FILE = os.path.join(FOLDER, "gpus.json")
 _cache: dict | None = None
@@ -54,17 +57,59 @@ def card_row(card: str) -> dict | None:
 
 
 def names_card(card: str, device_name: str) -> bool:
-    """Whether a device is the ordered card: by the datasheet when it lists the card, else by its words."""
+    """Whether a device is the ordered card: by the datasheet rows the order may mean, else by its words
+    ('A100 SXM' names 'NVIDIA A100-SXM4-80GB': a form factor without its generation number names them all)."""
+    rows = rows_named(card)
+    if rows:
+        found = match_gpu(device_name)
+        return any(found is row for row in rows)
+    wanted, have = set(words(card)) - VENDOR_WORDS, set(words(device_name))
+    return bool(wanted) and all(any(_word_names(word, other) for other in have) for word in wanted)
+
+
+def rows_named(card: str) -> list:
+    """The rows an order's card may mean: the one it names exactly; else every row it is a shorter
+    name of ('A100 SXM': both A100 SXM rows); else the one row whose longest name it contains
+    ('H200 SXM 141GB'), none when two rows fit as well ('H200 NVL 141GB' holds 'H200 141GB' too)."""
     row = card_row(card)
     if row is not None:
-        return match_gpu(device_name) is row
-    return bool(set(words(card)) - VENDOR_WORDS) and (set(words(card)) - VENDOR_WORDS) <= set(words(device_name))
+        return [row]
+    wanted = set(words(card)) - VENDOR_WORDS
+    if not wanted:
+        return []
+
+    def names(candidate: dict) -> list:
+        return [set(words(alias)) - VENDOR_WORDS for alias in [candidate["name"], *candidate.get("aliases", [])]]
+
+    broader = [candidate for candidate in data()["gpus"] if any(wanted <= name for name in names(candidate))]
+    if broader:
+        return broader
+    best: list = []
+    size = 0
+    for candidate in data()["gpus"]:
+        fit = max((len(name) for name in names(candidate) if name and name <= wanted), default=0)
+        if fit and fit > size:
+            best, size = [candidate], fit
+        elif fit and fit == size:
+            best.append(candidate)
+    return best if len(best) == 1 else []
+
+
+def _word_names(wanted: str, word: str) -> bool:
+    """'sxm' names 'sxm4' and 'sxm5'; 'a10' does not name 'a100' (a word ending in a digit is whole)."""
+    return word == wanted or (not wanted[-1].isdigit() and word.startswith(wanted) and word[len(wanted) :].isdigit())
 
 
 def thresholds(row: dict | None) -> dict:
+    """The family's bars; a row that records what healthy cards measure sets its own GEMM bars from that."""
     table = data()["thresholds"]
     family = row.get("family") if row else None
-    return dict(table["default"], **table.get(family, {})) if family else dict(table["default"])
+    limits = dict(table["default"], **table.get(family, {})) if family else dict(table["default"])
+    healthy = (row or {}).get("gemm_healthy")
+    if healthy:
+        limits["gemm_pass"] = round(healthy["fraction"] * table["healthy_pass_fraction"], 3)
+        limits["gemm_warn"] = round(healthy["fraction"] * table["healthy_warn_fraction"], 3)
+    return limits
 
 
 def grade(fraction: float, pass_at: float, warn_at: float) -> str:
@@ -74,10 +119,6 @@ def grade(fraction: float, pass_at: float, warn_at: float) -> str:
     if fraction >= warn_at:
         return "warn"
     return "fail"
-
-
-def version_tuple(text: str) -> tuple:
-    return tuple(int(part) for part in re.findall(r"\d+", text or ""))
 
 
 def nvidia_driver_minimums(cuda_version: str) -> tuple[str | None, str | None]:
@@ -130,11 +171,11 @@ def rocm_arch_base(gcn_arch_name: str) -> str:
 
 
 def index_tag(backend: str, accelerator: str) -> str:
-    if backend == "cuda" and accelerator:
-        return "cu" + "".join(str(p) for p in version_tuple(accelerator)[:2])
-    if backend == "rocm" and accelerator:
-        return "rocm" + accelerator
-    return {"cuda": "cu<XY>", "rocm": "rocm<X.Y>"}.get(backend, "cpu")
+    """The build's name (bdiag/contracts/buildtag.py), a placeholder when the accelerator is unknown."""
+    try:
+        return build_tag(backend, accelerator)
+    except ValueError:
+        return {"cuda": "cu<XY>", "rocm": "rocm<X.Y>"}.get(backend, "cpu")
 
 
 def index_url(backend: str, accelerator: str) -> str:

@@ -7,8 +7,6 @@ the stage logic runs for real.
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -342,12 +340,3 @@ class Probe(GpuProbe, HostProbe):
                     tail = handle.read().strip().splitlines()[-3:]
                 answers.append({"ok": False, "exit_code": code, "error": " | ".join(tail) or f"exit {code}"})
         return answers
-
-
-def tensor_digest(torch, tensor) -> str:
-    """sha256 of a tensor's dtype, shape and raw bytes (no numpy needed)."""
-    data = tensor.detach().to("cpu").contiguous()
-    digest = hashlib.sha256(f"{data.dtype}{tuple(data.shape)}".encode())
-    if data.numel():
-        digest.update(ctypes.string_at(data.data_ptr(), data.numel() * data.element_size()))
-    return digest.hexdigest()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
 import random
 
 
@@ -92,8 +94,6 @@ def _as_tuple(value):
 def digests(value, path: str = "") -> dict:
     """Flatten nested state into path -> digest (tensors by their bytes, the rest by repr)."""
     torch = _torch()
-    from bdiag.probe import tensor_digest
-
     if isinstance(value, torch.Tensor):
         return {path: tensor_digest(torch, value)}
     if isinstance(value, dict):
@@ -115,3 +115,12 @@ def default_step(device, width: int = 4096, depth: int = 4, batch: int = 256) ->
     progress = train_steps(objects, str(device), steps=1, batch=batch)
     parameters = sum(p.numel() for p in objects[0].parameters())
     return {"model": f"{depth + 1}-layer MLP, width {width}, batch {batch}", "parameters": parameters, "loss": progress["loss"]}
+
+
+def tensor_digest(torch, tensor) -> str:
+    """sha256 of a tensor's dtype, shape and raw bytes (no numpy needed)."""
+    data = tensor.detach().to("cpu").contiguous()
+    digest = hashlib.sha256(f"{data.dtype}{tuple(data.shape)}".encode())
+    if data.numel():
+        digest.update(ctypes.string_at(data.data_ptr(), data.numel() * data.element_size()))
+    return digest.hexdigest()

@@ -79,11 +79,13 @@ def test_the_price_list_lies_in_the_project(finished, catalog):
     assert_refused(run(["plan"], cwd=finished, watched=(finished.parent,)), 3, "lies outside the project folder")
 
 
-def test_bundler_and_the_pilot_agree_on_what_a_run_id_is(finished):
-    from bundler.evidence.runs import RUN_ID_RE
-
-    store = (finished / "src/example/evidence/store.py").read_text()
-    assert f"RUN_ID_RE = re.compile(r{RUN_ID_RE.pattern!r})" in store.replace('"', "'")
+@pytest.mark.parametrize("run_id", ["..", ".hidden", "a/b", "x" * 81, "run١", "good\n"])
+def test_bundler_and_the_pilot_refuse_the_same_run_ids(finished, run_id):
+    """One rule (contracts/runid.py, the pilot's generated copy): what one refuses, the other refuses."""
+    pilot = run(pilot_argv("--run-id", run_id), cwd=finished, env=pilot_env(finished))
+    assert pilot.code == 2 and "is not usable as a folder name" in pilot.stderr, pilot.stderr
+    argv = ["runs", "decide", "--decision", "launch", "--why", "x", "--project", str(finished), "--", run_id]
+    assert_refused(run(argv, cwd=finished), 2, "is not a run ID")
 
 
 @pytest.mark.parametrize(
@@ -102,3 +104,18 @@ def test_files_a_run_manifest_names_must_be_in_the_run(finished, change, words):
     assert_refused(outcome, 1, "manifest", json_mode=True)
     manifest_check = next(c for c in json.loads(outcome.stdout)["checks"] if c["name"] == "manifest")
     assert words in manifest_check["detail"]
+
+
+def test_an_export_leaves_the_runs_secrets_behind_and_names_them(finished, tmp_path):
+    """The run's .env, kaggle.json and .huggingface/token (contracts/secrets.py) never reach the copy."""
+    good = finished / "runs/good"
+    for name in (".env", "kaggle.json", ".huggingface/token"):
+        (good / name).parent.mkdir(parents=True, exist_ok=True)
+        (good / name).write_text("secret-value\n")
+    outcome = run(["runs", "export", str(good), str(tmp_path / "copy"), "--no-reload", "--json"], cwd=finished)
+    document = json.loads(outcome.stdout)
+    assert sorted(document["withheld_as_secrets"]) == [".env", ".huggingface/token", "kaggle.json"], outcome.stderr
+    copied = {path.relative_to(tmp_path / "copy").as_posix() for path in (tmp_path / "copy").rglob("*") if path.is_file()}
+    assert copied and not copied & {".env", "kaggle.json", ".huggingface/token"}
+    listed = (good / "SHA256SUMS").read_text().split()
+    assert not {".env", "kaggle.json", ".huggingface/token"} & set(listed) and "manifest.json" in listed

@@ -132,34 +132,47 @@ def _reload_that_skips_everything(run_dir):
     (run_dir / "reload.py").write_text('import json\nprint(json.dumps({"ok": True, "predicted": [], "problems": []}))\n')
 
 
+def _record_hashes_again(run_dir):
+    """The forger's next step: the manifest's recorded SHA-256 rewritten to match the tampered files."""
+    from bundler.fsutil import sha256_file
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["sha256"] = {name: sha256_file(run_dir / name) for name in manifest["sha256"]}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
 @pytest.mark.parametrize(
-    "tamper, words",
+    "tamper, changed, words",
     [
-        (_swap_two_categories, "doc-03: reloaded model says"),
-        (_change_a_text, "doc-05: its text in texts.json is not the input's"),
-        (_drop_a_text, "doc-07: stored prediction not re-predicted"),
-        (_reload_that_skips_everything, "re-predicted 0 of 11 accepted documents"),
+        (_swap_two_categories, "predictions.jsonl", "doc-03: reloaded model says"),
+        (_change_a_text, "texts.json", "doc-05: its text in texts.json is not the input's"),
+        (_drop_a_text, "texts.json", "doc-07: stored prediction not re-predicted"),
+        (_reload_that_skips_everything, "reload.py", "re-predicted all 11 accepted documents"),
     ],
 )
-def test_every_accepted_document_is_re_predicted_by_verify_and_summary(finished, tamper, words):
+def test_every_accepted_document_is_re_predicted_by_verify_and_summary(finished, tamper, changed, words):
     tamper(finished / "runs/good")
     verify = run(["runs", "verify", "runs/good", "--json"], cwd=finished, watched=(finished,))
-    assert_refused(verify, 1, "checkpoint_reload", json_mode=True)
-    detail = next(c["detail"] for c in json.loads(verify.stdout)["checks"] if c["name"] == "checkpoint_reload")
-    assert words in detail
+    assert_refused(verify, 1, f"recorded_hashes: {changed} differs from the SHA-256 the manifest records", json_mode=True)
+    _record_hashes_again(finished / "runs/good")  # the project's own reload code still re-predicts every document
+    verify = run(["runs", "verify", "runs/good", "--json"], cwd=finished, watched=(finished,))
+    reload = next(c for c in json.loads(verify.stdout)["checks"] if c["name"] == "checkpoint_reload")
+    assert words in reload["detail"]
     summary = run(["runs", "summary", "--json"], cwd=finished, watched=(finished,))
     row = json.loads(summary.stdout)["runs"][0]
-    assert summary.code == 0 and row["status"] == "failed" and any(words in reason for reason in row["reasons"])
+    if changed == "reload.py":  # the run's own reload.py is never run: its edit changes nothing but the run
+        assert verify.code == 0 and row["status"] == "accepted", verify.stdout[-2000:]
+    else:
+        assert_refused(verify, 1, "checkpoint_reload", json_mode=True)
+        assert summary.code == 0 and row["status"] == "failed" and any(words in reason for reason in row["reasons"])
 
 
-@pytest.mark.parametrize("where", ["empty", "bundle-only", "missing"])
+@pytest.mark.parametrize("where", ["empty", "missing"])
 @pytest.mark.parametrize("command", [["runs", "summary"], ["runs", "decide", "good", "--decision", "launch", "--why", "x", "--project"]])
 def test_runs_commands_outside_a_project_fail(tmp_path, where, command):
     folder = tmp_path / where
     if where != "missing":
         folder.mkdir()
-    if where == "bundle-only":
-        (folder / "bundle.toml").write_text('[project]\nname = "x"\n')
-    code, words = (2, "does not exist") if where == "missing" else (3, "is not a pilot project")
+    code, words = (2, "does not exist") if where == "missing" else (3, "is not a pilot project or a bundler project")
     outcome = run([*command, str(folder), "--json"], cwd=tmp_path, watched=(tmp_path,))
     assert_refused(outcome, code, words, json_mode=True)

@@ -15,6 +15,7 @@ from bdiag.datasheet import data
 
 GIB, MIB = 1 << 30, 1 << 20
 STATE_FIELDS = (
+    "index",
     "compute_mode",
     "utilization.gpu",
     "memory.used",
@@ -28,6 +29,18 @@ STATE_FIELDS = (
     "pcie.link.width.max",
 )
 USER_CLOCKS = 0x2  # nvmlClocksEventReasonApplicationsClocksSetting: clocks held by `nvidia-smi -ac/-lgc`
+IDLE = 0x1  # nvmlClocksEventReasonGpuIdle
+# ECC, retired pages and row remapping, read for every GPU the container uses.
+HEALTH_FIELDS = (
+    "index",
+    "mig.mode.current",
+    "ecc.errors.uncorrected.volatile.total",
+    "retired_pages.pending",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+)
+RETURN_HINT = "Ask the provider for another machine: NVIDIA ties a failed row remap to returning the card."
+RESET_HINT = "Ask the provider to reset the GPU (or reboot the host) before the work starts, or for another machine."
 BUSY_HINT = (
     "Another job uses the card you rented: ask the provider for an idle machine. `nvidia-smi` lists the processes on the host "
     "(inside a container it may list none; their memory still counts)."
@@ -59,6 +72,74 @@ def read_state(checkup, devices: list) -> dict:
     state = {smi_uuid(info): table[smi_uuid(info)] for info in devices if smi_uuid(info) in table}
     checkup.facts["card_state"] = state
     return state
+
+
+def rows_in_use(devices: list, rows: list, visible: str | None) -> list:
+    """(torch device, nvidia-smi row) for every GPU the container uses.
+
+    torch names a card by its UUID; without one, CUDA_VISIBLE_DEVICES (indices or UUIDs)
+    says which of nvidia-smi's rows the torch indices are. A device that maps to no row
+    (a MIG slice) makes every row count: nvidia-smi in a container lists only its cards."""
+    by_uuid = {row.get("uuid"): row for row in rows}
+    chosen = [part.strip() for part in (visible or "").split(",") if part.strip()]
+    pairs = []
+    for position, info in enumerate(devices):
+        row = by_uuid.get(smi_uuid(info))
+        if row is None and position < len(chosen):
+            wanted = chosen[position]
+            row = next((r for r in rows if r.get("index") == wanted or str(r.get("uuid", "")).startswith(wanted)), None)
+        if row is None and not chosen:
+            row = next((r for r in rows if r.get("index") == str(info["index"])), None)
+        if row is None:
+            return [(info if len(devices) == 1 else None, each) for each in rows]
+        pairs.append((info, row))
+    return pairs
+
+
+def judge_health(result, in_use: list) -> None:
+    """Stage 4, for each (device, nvidia-smi row) of rows_in_use: uncorrected ECC errors since boot,
+    pending page retirement or row remap, a failed remap."""
+    for info, row in in_use:
+        name = f"GPU {info['index']} ({info['name']})" if info else f"nvidia-smi GPU {row.get('index')} ({row.get('uuid')})"
+        uncorrected = number(row.get("ecc.errors.uncorrected.volatile.total"))
+        if uncorrected:
+            result.fail(f"{name} has {uncorrected:.0f} uncorrected ECC errors since the driver loaded", RESET_HINT)
+        if str(row.get("retired_pages.pending", "")).lower() in ("yes", "1"):
+            result.fail(f"{name} has memory pages pending retirement (retired_pages.pending = Yes): a reset is needed", RESET_HINT)
+        if str(row.get("remapped_rows.pending", "")).lower() in ("yes", "1"):
+            result.fail(f"{name} has a row remap pending (remapped_rows.pending = Yes): its memory is unsafe until a reset", RESET_HINT)
+        if str(row.get("remapped_rows.failure", "")).lower() in ("yes", "1"):
+            result.fail(f"{name} failed a row remap (remapped_rows.failure = Yes): the card can no longer mask bad memory", RETURN_HINT)
+
+
+def exclusive_cards(checkup) -> list:
+    """'GPU i (Exclusive_Process)' for each card a second process cannot open while this one holds it."""
+    state = checkup.facts.get("card_state") or {}
+    found = []
+    for info in checkup.facts.get("devices") or []:
+        mode = str(state.get(smi_uuid(info), {}).get("compute_mode", "")).strip()
+        if mode.startswith("Exclusive"):
+            found.append(f"GPU {info['index']} ({mode})")
+    return found
+
+
+def exclusive_message(cards: list, what: str) -> tuple[str, str]:
+    """(message, hint) for a fresh process refused by a compute mode that admits one process per card."""
+    return (
+        f"{what}: {', '.join(cards)} admit one process at a time and this diagnostics process already holds them",
+        "The compute mode, not the card, refuses the second process: ask the provider for `nvidia-smi -c DEFAULT` (as root), "
+        "or run everything that touches a card in one process.",
+    )
+
+
+def under_load(samples: list) -> list:
+    """The samples taken while the card computed: utilization 50 % or more (or, without that column, not idle)."""
+    loaded = []
+    for row in samples:
+        busy = number(row[6]) if len(row) > 6 else None
+        if (busy is not None and busy >= 50) or (busy is None and not event_mask(row) & IDLE):
+            loaded.append(row)
+    return loaded
 
 
 def judge_busy(checkup, result, info: dict, state: dict, apps: list) -> None:
@@ -120,6 +201,8 @@ def judge_clocks(result, state: dict, samples: list) -> None:
     table = thresholds()
     hint = "Clocks are held low by a setting on the host: ask the provider to reset them (`nvidia-smi -rac` and `-rgc`, as root)."
     current, default = number(state.get("clocks.applications.graphics")), number(state.get("clocks.default_applications.graphics"))
+    if state and not (current and default):
+        result.note("applications clocks not answered (deprecated from driver 590): clocks judged by the SM clock under load")
     if current and default:
         result.values.update(applications_clock_mhz=current, default_applications_clock_mhz=default)
         message = f"applications clocks are set to {current:.0f} MHz, below their default {default:.0f} MHz"
@@ -127,7 +210,7 @@ def judge_clocks(result, state: dict, samples: list) -> None:
             result.fail(message, hint)
         elif current < table["clock_warn_fraction"] * default:
             result.warn(message, hint)
-    held = [row for row in samples if event_mask(row) & USER_CLOCKS]
+    held = [row for row in under_load(samples) if event_mask(row) & USER_CLOCKS]
     peak = number(state.get("clocks.max.sm"))
     clocks = [value for value in (number(row[1]) for row in held if len(row) > 1) if value]
     if held and peak and clocks:

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 
 from bdiag import workloads
+from bdiag.stages import card
 from bdiag.stages.common import gpu_missing
 
 NAME = "checkpoint"
@@ -53,6 +54,10 @@ def _round_trip(checkup, result, torch, device, scratch) -> None:
     try:
         answer = checkup.probe.reload_checkpoint(path, device, os.path.join(scratch, "reloaded.json"))
     except Exception as error:
+        exclusive = card.exclusive_cards(checkup)
+        if exclusive:
+            result.fail(*card.exclusive_message(exclusive, "the checkpoint cannot reload in a fresh process"))
+            return
         result.fail(
             f"the checkpoint does not reload in a fresh process: {error}",
             "Check the results folder's storage and that the same torch loads it; a checkpoint that cannot be resumed costs the whole run.",

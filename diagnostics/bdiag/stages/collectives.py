@@ -6,7 +6,7 @@ import shutil
 import tempfile
 
 from bdiag import distributed
-from bdiag.stages import peers
+from bdiag.stages import card, peers
 
 NAME = "collectives"
 NEEDS_TORCH = True
@@ -48,6 +48,10 @@ def run_local(checkup, result) -> None:
         shutil.rmtree(folder, ignore_errors=True)
     result.values.update(backend=backend, world=WORLD, ranks=answers)
     broken = [answer for answer in answers if not answer.get("ok")]
+    exclusive = card.exclusive_cards(checkup)
+    if broken and exclusive:
+        result.fail(*card.exclusive_message(exclusive, f"the {WORLD}-rank {backend} all_reduce runs in fresh processes, refused"))
+        return
     if broken:
         detail = (
             broken[0].get("error") or f"rank {broken[0].get('rank')} got {broken[0].get('value')}, expected {broken[0].get('expected')}"

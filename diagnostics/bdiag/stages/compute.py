@@ -75,18 +75,21 @@ def _throughput(checkup, result, device, dtype) -> None:
     row = match_gpu(info["name"])
     limits = thresholds(row)
     smi_id = card.smi_uuid(info)  # nvidia-smi numbers cards its own way; the uuid names the same card exactly
-    sampler = probe.start_clock_sampler(smi_id) if checkup.backend == "cuda" else None
-    try:
-        tflops = probe.matmul_tflops(torch, device, dtype)
-    finally:
-        samples = probe.stop_clock_sampler(sampler)
+    samples = probe.sample_under_load(smi_id, lambda: probe.gemm_burst(torch, device, dtype)) if checkup.backend == "cuda" else []
+    tflops = probe.matmul_tflops(torch, device, dtype)
     free = info.get("free_memory") or info.get("total_memory") or (4 << 30)
     nbytes = int(min(1 << 30, free // 8))
     tbs = probe.copy_bandwidth_tbs(torch, device, nbytes)
     name = str(dtype).replace("torch.", "")
-    reasons = _clock_reasons(samples)
+    reasons, throttles = _clock_reasons(card.under_load(samples))
     result.values.update(
-        gemm_dtype=name, gemm_tflops=round(tflops, 1), bandwidth_tbs=round(tbs, 3), clock_event_reasons=reasons, thresholds=limits
+        gemm_dtype=name,
+        gemm_tflops=round(tflops, 1),
+        bandwidth_tbs=round(tbs, 3),
+        clock_event_reasons=reasons,
+        clock_samples={"taken": len(samples), "under_load": len(card.under_load(samples))},
+        samples=samples[:40],  # probe_gpu.SAMPLED in order, kept for setting the thresholds
+        thresholds=limits,
     )
     result.summary = f"GEMM {name} {tflops:.0f} TFLOP/s, copy {tbs:.2f} TB/s"
     state = (checkup.facts.get("card_state") or {}).get(smi_id, {})
@@ -115,15 +118,21 @@ def _throughput(checkup, result, device, dtype) -> None:
     ):
         verdict = grade(fraction, pass_at, warn_at)
         message = f"{what} reached {fraction:.0%} of the datasheet (pass ≥ {pass_at:.0%}, warn ≥ {warn_at:.0%})"
+        if verdict != "pass" and throttles:  # slow, and the card says why: not a matter of degree
+            verdict, message = "fail", f"{message}, the clocks held down by {', '.join(throttles)}"
         if verdict == "fail":
             result.fail(message, hint)
         elif verdict == "warn":
             result.warn(message, hint)
 
 
-def _clock_reasons(samples: list) -> list:
+THROTTLES = 0x8 | 0x20 | 0x40 | 0x80  # slowdowns the host or the cooling imposes (a power cap at full load is normal)
+
+
+def _clock_reasons(samples: list) -> tuple[list, list]:
+    """(every clock event reason seen under load, those of them that are throttles)."""
     seen = set()
     for row in samples:
         mask = card.event_mask(row)
-        seen.update(name for bit, name in CLOCK_REASONS.items() if mask & bit)
-    return sorted(seen)
+        seen.update(bit for bit in CLOCK_REASONS if mask & bit)
+    return [CLOCK_REASONS[bit] for bit in sorted(seen)], [CLOCK_REASONS[bit] for bit in sorted(seen) if bit & THROTTLES]

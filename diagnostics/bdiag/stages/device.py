@@ -59,7 +59,7 @@ def run(checkup, result) -> None:
             _rocm_arch(checkup, result, info, arch_list)
         _memory_vs_datasheet(checkup, result, info)
     if checkup.backend == "cuda":
-        _mig_and_ecc(checkup, result, visible)
+        _mig_and_ecc(checkup, result, visible, devices)
     state = card.read_state(checkup, devices) if checkup.backend == "cuda" else {}
     apps = probe.compute_apps() if checkup.backend == "cuda" else []
     for info in devices:
@@ -146,28 +146,20 @@ def _memory_vs_datasheet(checkup, result, info: dict) -> None:
         result.warn(seen, "Some memory is reserved or missing: check `nvidia-smi -q -d MEMORY` / ECC remapping.")
 
 
-def _mig_and_ecc(checkup, result, visible: str | None) -> None:
+def _mig_and_ecc(checkup, result, visible: str | None, devices: list) -> None:
+    """MIG slices, and the memory health of every card in use (ECC, retired pages, row remapping)."""
     allowed = checkup.probe.environ().get("BUNDLE_ALLOW_PARTIAL_GPU") == "1"
     hint = "Ask for a full card, or set BUNDLE_ALLOW_PARTIAL_GPU=1 when a MIG slice is what you rented."
     if visible and any(part.strip().startswith("MIG-") for part in visible.split(",")):
         message = f"CUDA_VISIBLE_DEVICES={visible} selects a MIG slice"
         result.warn(message, hint) if allowed else result.fail(message, hint)
-    smi = checkup.probe.nvidia_smi(
-        ["mig.mode.current", "ecc.errors.uncorrected.volatile.total", "retired_pages.pending", "remapped_rows.pending"]
-    )
-    if not smi:
+    rows = checkup.probe.gpu_table(list(card.HEALTH_FIELDS))
+    if not rows:
         return
-    result.values["nvidia_smi"] = smi
-    if smi.get("mig.mode.current", "").lower() == "enabled":
-        message = "MIG mode is enabled on the card"
+    result.values["nvidia_smi"] = rows
+    in_use = card.rows_in_use(devices, rows, visible)
+    migs = [row for _, row in in_use if str(row.get("mig.mode.current", "")).lower() == "enabled"]
+    if migs:
+        message = f"MIG mode is enabled on nvidia-smi GPU {', '.join(str(row.get('index')) for row in migs)}"
         result.warn(message, hint) if allowed else result.fail(message, hint)
-    uncorrected = smi.get("ecc.errors.uncorrected.volatile.total", "")
-    if uncorrected.isdigit() and int(uncorrected) > 0:
-        result.warn(
-            f"{uncorrected} uncorrected ECC errors since the driver loaded", "Ask the provider for another machine: the card is degrading."
-        )
-    for key in ("retired_pages.pending", "remapped_rows.pending"):
-        if smi.get(key, "").lower() in ("yes", "1"):
-            result.warn(
-                f"{key} = {smi[key]}: a reset is needed to retire memory", "Ask the provider to reset the GPU or give you another machine."
-            )
+    card.judge_health(result, in_use)

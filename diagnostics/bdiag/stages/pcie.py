@@ -8,7 +8,7 @@ it is read from the samples taken during the GEMM.
 
 from __future__ import annotations
 
-from bdiag.stages.card import number, thresholds
+from bdiag.stages.card import number, thresholds, under_load
 
 GT_PER_LANE = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
 HINT = (
@@ -34,10 +34,12 @@ def judge_link(result, state: dict, samples: list, row: dict | None) -> None:
     if row is None or "pcie" not in row:
         return
     built = (row["pcie"]["gen"], row["pcie"]["width"])
-    now = (_sampled(samples, 4), _sampled(samples, 5))
+    loaded = under_load(samples)  # an idle card downtrains its link: only a link under load is judged
+    now = (_sampled(loaded, 4), _sampled(loaded, 5))
     most = (number(state.get("pcie.link.gen.max")), number(state.get("pcie.link.width.max")))
     if None in now:
-        result.note("PCIe link not read (no nvidia-smi samples): judged by the host-to-device copy alone")
+        why = "no nvidia-smi sample under load" if samples else "no nvidia-smi samples"
+        result.note(f"PCIe link not read ({why}): judged by the host-to-device copy alone")
         return
     fraction = link_gb_s(*now) / link_gb_s(*built)
     result.values["pcie_link"] = {"under_load": f"Gen{now[0]} x{now[1]}", "datasheet": f"Gen{built[0]} x{built[1]}"}

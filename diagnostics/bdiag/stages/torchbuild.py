@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from bdiag.datasheet import index_url, version_tuple
+from bdiag.contracts.buildtag import accelerator_matches, same_release
+from bdiag.contracts.buildtag import build_kind as kind_of
+from bdiag.datasheet import index_url
 
 NAME = "torch"
 NEEDS_TORCH = False
 
 
 def build_kind(versions: dict) -> str:
-    if versions.get("hip"):
-        return "rocm"
-    if versions.get("cuda"):
-        return "cuda"
-    return "cpu"
+    return kind_of(versions.get("cuda"), versions.get("hip"))
 
 
 def run(checkup, result) -> None:
@@ -64,13 +62,13 @@ def _check_build(checkup, result, kind: str, versions: dict) -> None:
         )
     if expected == kind and kind != "cpu" and checkup.accelerator:
         built = versions.get("cuda" if kind == "cuda" else "hip") or ""
-        if version_tuple(built)[:2] != version_tuple(checkup.accelerator)[:2]:
+        if not accelerator_matches(built, checkup.accelerator):
             result.warn(
                 f"torch was built for {kind} {built}, the bundle targets {checkup.accelerator}",
                 f"Re-lock with `bundler lock --{kind} {checkup.accelerator}` or update [target] accelerator.",
             )
     wanted_torch = checkup.bundle.target.get("torch") if checkup.bundle and not checkup.bundle.error else None
-    if wanted_torch and version_tuple(version.split("+")[0]) != version_tuple(wanted_torch):
+    if wanted_torch and not same_release(version, wanted_torch):
         result.values["target_torch"] = wanted_torch
         result.fail(
             f"torch {version} is installed, the bundle targets torch {wanted_torch}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -38,11 +39,13 @@ def run_pilot(model_name: str, parameters: dict, argv: list[str] | None = None) 
             if args.run_id and args.run_id != args.resume:
                 raise ConfigError("--run-id and --resume name different runs.", "Resume continues the run it names; leave --run-id out.")
             run_dir, manifest = store.open_run_dir(config.runs_dir, args.resume)
-            refuse_changes(config, run_dir, manifest)
+            store.refuse_if_held(run_dir)
+            refuse_changes(config, run_dir, manifest, getattr(importlib.util.find_spec(model_name), "origin", None))
             if manifest["status"] == "complete" and (run_dir / "summary.json").is_file():
                 print(f"pilot: run {name} is already complete; nothing to resume.", file=sys.stderr)
                 return 0
             documents = load_documents(config)  # a changed, missing or unlisted input is refused: the run stays as it is
+            store.hold(run_dir)
             trial = Trial.resume(config, rules, _import_model(model_name), run_dir, manifest, documents, command)
         else:
             documents = load_documents(config)

@@ -20,6 +20,17 @@ from .inputs import manifest_sha256
 from .store import utc_now
 
 LOCK_FILE = "requirements-rebuild.txt"
+# The files of a finished run whose SHA-256 the manifest records (`bundler runs verify` compares each)
+HASHED_FILES = (
+    "inputs.json",
+    "texts.json",
+    "model.py",
+    "reload.py",
+    "checkpoint.pt",
+    "predictions.jsonl",
+    "rejections.jsonl",
+    "summary.json",
+)
 CODE_FILES = ("model.py", "reload.py")
 TEXTS_FILE = "texts.json"
 
@@ -74,6 +85,16 @@ def copy_code(run_dir: Path, model_file: str) -> None:
     """The model and the reload script travel with the evidence (the umask decides who reads them)."""
     for name, source in (("model.py", Path(model_file)), ("reload.py", Path(__file__).with_name("reload.py"))):
         shutil.copyfile(source, run_dir / name)
+
+
+def model_source(root: Path, model_file: str) -> str | None:
+    """Where the project's model is, relative to the project: verify reloads with it, never with the run's copy."""
+    path = Path(model_file).resolve()
+    return path.relative_to(root.resolve()).as_posix() if path.is_relative_to(root.resolve()) else None
+
+
+def file_hashes(run_dir: Path) -> dict:
+    return {name: hashlib.sha256((run_dir / name).read_bytes()).hexdigest() for name in HASHED_FILES if (run_dir / name).is_file()}
 
 
 def _git_revision(root: Path) -> str | None:

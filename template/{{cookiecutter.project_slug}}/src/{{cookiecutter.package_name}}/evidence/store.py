@@ -8,17 +8,17 @@ under the usual 022): evidence is for other people to read.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-import re
 import secrets
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .contracts.runid import is_run_id
 from .errors import ConfigError, RunExistsError
 
-RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
 _UMASK = os.umask(0)
 os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
@@ -30,7 +30,7 @@ def new_run_id() -> str:
 
 
 def check_run_id(run_id: str) -> str:
-    if not RUN_ID_RE.fullmatch(run_id):
+    if not is_run_id(run_id):
         raise ConfigError(f"run ID {run_id!r} is not usable as a folder name.", "Use letters, digits, '.', '_' and '-' (at most 80).")
     return run_id
 
@@ -53,6 +53,50 @@ def create_run_dir(runs_dir: Path, run_id: str, config_sha256: str) -> Path:
             "or continue an interrupted run with --resume ID. A trial's evidence is never overwritten.",
         ) from None
     return run_dir
+
+
+LOCK_FILE = ".lock"
+_HELD: list[int] = []  # the lock descriptors this process holds until it exits
+
+
+def refuse_if_held(run_dir: Path) -> None:
+    """A run another live process is writing is refused (read-only: nothing is changed)."""
+    try:
+        fd = os.open(run_dir / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        raise _held_error(run_dir) from None
+    finally:
+        os.close(fd)
+
+
+def hold(run_dir: Path) -> None:
+    """Hold the run folder for this process (an exclusive flock on runs/<id>/.lock, which records the PID);
+    the kernel lets go when the process ends, however it ends, so a stale lock never blocks a resume."""
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise _held_error(run_dir) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, (json.dumps({"pid": os.getpid(), "started": utc_now()}) + "\n").encode(), 0)
+    _HELD.append(fd)
+
+
+def _held_error(run_dir: Path) -> RunExistsError:
+    try:
+        holder = json.loads((run_dir / LOCK_FILE).read_text(encoding="utf-8"))
+        who = f"PID {holder['pid']}, started {holder['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        who = "another process"
+    return RunExistsError(
+        f"run {run_dir.name} is being written by another process ({who}).",
+        "Wait for it to end (or stop it), then resume; a run folder is written by one process at a time.",
+    )
 
 
 def open_run_dir(runs_dir: Path, run_id: str) -> tuple[Path, dict]:

@@ -45,6 +45,7 @@ class Trial:
         texts = [{"id": d.id, "sha256": d.sha256, "text": d.text} for d in documents if d.accepted]
         store.write_json(run_dir / record.TEXTS_FILE, {"documents": texts})
         record.copy_code(run_dir, model.__file__)
+        trial.manifest["reload"]["model_source"] = record.model_source(config.root, model.__file__)
         trial.manifest["attempts"].append({"kind": "start", "started": store.utc_now()})
         trial._save_manifest()
         return trial
@@ -197,6 +198,7 @@ class Trial:
         attempt["seconds"] = round(time.time() - self.clock, 3)
         self.manifest["status"] = status
         self.manifest["finished"] = attempt["finished"]
+        self.manifest["sha256"] = record.file_hashes(self.run_dir)
         self._save_manifest()
 
     def _save_manifest(self) -> None:
@@ -228,9 +230,17 @@ def account(config: PilotConfig, documents: list[Document], run_dir: Path) -> di
     }
 
 
-def refuse_changes(config: PilotConfig, run_dir: Path, manifest: dict) -> None:
-    """A run continues only on the configuration and input it started with, and only if it did not stop."""
+def refuse_changes(config: PilotConfig, run_dir: Path, manifest: dict, model_file: str | None = None) -> None:
+    """A run continues only on the configuration, input and code it started with, and only if it did not stop."""
     name = run_dir.name
+    sources = (("model.py", model_file), ("reload.py", str(Path(__file__).with_name("reload.py"))))
+    for copy, source in sources:
+        if source and (run_dir / copy).is_file() and _sha256(Path(source)) != _sha256(run_dir / copy):
+            raise RunExistsError(
+                f"run {name} was made with another {Path(source).name} than the project's {source}: "
+                "a resume would mix the predictions of two versions of the code.",
+                "Restore the code the run started with (its copy is in the run folder), or start a new run (a new ID).",
+            )
     if manifest.get("config_sha256") != config.sha256:
         recorded, now = str(manifest.get("config_sha256"))[:12], config.sha256[:12]
         raise RunExistsError(
@@ -250,12 +260,16 @@ def refuse_changes(config: PilotConfig, run_dir: Path, manifest: dict) -> None:
         )
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _close_killed_attempt(manifest: dict, run_dir: Path) -> None:
     """The killed process never wrote its end: estimate it from the run's newest file."""
     attempt = manifest["attempts"][-1]
     if "seconds" in attempt:
         return
-    newest = max(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file())
+    newest = max(p.stat().st_mtime for p in run_dir.rglob("*") if p.is_file() and p.name != store.LOCK_FILE)  # the resume's own lock is new
     attempt["seconds"] = round(max(0.0, newest - datetime.fromisoformat(attempt["started"]).timestamp()), 3)
     attempt["finished"] = "killed (estimated from the newest file)"
 

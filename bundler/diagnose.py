@@ -9,12 +9,10 @@ project as ``runs/diagnostics-<UTC timestamp>.json``. The exit code is the repor
 from __future__ import annotations
 
 import datetime
-import io
 import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,26 +119,29 @@ def run_local(
 
 
 def run_image(
-    bundle: Bundle, tag: str, *, keep_going: bool = False, echo: Echo = sys.stderr.write, report_html: Path | None = None
+    bundle: Bundle,
+    tag: str,
+    *,
+    keep_going: bool = False,
+    echo: Echo = sys.stderr.write,
+    report_html: Path | None = None,
+    engine_name: str | None = None,
 ) -> DiagnoseResult:
     """Run the image's own diagnostics folder in a container and copy its report back."""
-    import docker
-    import docker.errors
-
     from bundler import engine
 
-    client = engine.client(CONTAINER_TIMEOUT_S, why=f"the diagnostics run inside the image {tag}")
-    try:
-        image = client.images.get(tag)
-    except docker.errors.ImageNotFound:
+    client = engine.connect(engine_name, CONTAINER_TIMEOUT_S, why=f"the diagnostics run inside the image {tag}")
+    image = client.image(tag)
+    if image is None:
         raise UsageError(
-            f"image {tag!r} is not on this Docker engine.", hint="Build it with `bundler build --tag TAG`, or pull it first.", value=tag
-        ) from None
-    environment = dict(item.split("=", 1) for item in (image.attrs.get("Config", {}).get("Env") or []) if "=" in item)
-    python = environment.get("BUNDLE_PYTHON", layout.PYTHON)
-    diagnostics = environment.get("BUNDLE_DIAGNOSTICS", layout.DIAGNOSTICS)
+            f"image {tag!r} is not on this {client.label} engine.",
+            hint="Build it with `bundler build --tag TAG`, or pull it first.",
+            value=tag,
+        )
+    python = image.env.get("BUNDLE_PYTHON", layout.PYTHON)
+    diagnostics = image.env.get("BUNDLE_DIAGNOSTICS", layout.DIAGNOSTICS)
     backend = bundle.target.backend
-    options, notes, _ = engine.gpu_run_options(backend)
+    devices, notes, _ = engine.gpu_run_options(backend)
     for note in notes:
         echo(f"note: {note}\n")
     command = [python, f"{diagnostics}/run.py", "--backend", backend, "--json", layout.DIAGNOSTICS_REPORT]
@@ -148,41 +149,25 @@ def run_image(
         command.append("--keep-going")
     if report_html:
         command += ["--report", IMAGE_REPORT_HTML]
-    container = client.containers.create(tag, command=command, **options)
+    wanted = [layout.DIAGNOSTICS_REPORT] + ([IMAGE_REPORT_HTML] if report_html else [])
+    spec = engine.RunSpec(tag, command, network_mode="bridge", devices=devices)
     try:
-        try:
-            container.start()
-        except docker.errors.APIError as error:
-            raise ExternalError(
-                f"the container of {tag} could not run {python} {diagnostics}/run.py: {error.explanation or error}.",
-                hint="Rebuild the image with `bundler build` (it places the interpreter and the diagnostics folder there).",
-                value=tag,
-            ) from None
-        for chunk in container.logs(stream=True, follow=True):
-            echo(chunk.decode("utf-8", errors="replace"))
-        code = int(container.wait(timeout=CONTAINER_TIMEOUT_S).get("StatusCode", 1))
-        report = _read_report(_copy_out(container, layout.DIAGNOSTICS_REPORT), code, f"{tag}:{diagnostics}/run.py")
-        page = _copy_out(container, IMAGE_REPORT_HTML) if report_html else None
-    finally:
-        container.remove(force=True)
+        ran = client.run(spec, timeout=CONTAINER_TIMEOUT_S, follow=echo, copy_out=wanted)
+    except engine.StartFailed as error:
+        raise ExternalError(
+            f"the container of {tag} could not run {python} {diagnostics}/run.py: {error.explanation}.",
+            hint="Rebuild the image with `bundler build` (it places the interpreter and the diagnostics folder there).",
+            value=tag,
+        ) from None
+    code = ran.exit_code
+    report = _read_report(ran.files.get(layout.DIAGNOSTICS_REPORT), code, f"{tag}:{diagnostics}/run.py")
+    page = ran.files.get(IMAGE_REPORT_HTML) if report_html else None
     result = _keep(bundle, "image", report, code)
     result.notes = notes
-    if page is not None:
+    if page is not None and report_html is not None:
         atomic_write_bytes(report_html, page)
         result.report_html = report_html
     return result
-
-
-def _copy_out(container, path: str) -> bytes | None:
-    import docker.errors
-
-    try:
-        stream, _ = container.get_archive(path)
-    except docker.errors.NotFound:
-        return None
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
-        member = archive.extractfile(os.path.basename(path))
-        return member.read() if member else None
 
 
 def _read_report(data: bytes | None, code: int, where: str) -> dict:

@@ -14,7 +14,7 @@ Exit codes (documented in README.md):
     4  the target is not a combination PyTorch ships
     5  refused to overwrite something that exists (a folder, a run)
     6  the lock could not be made, is stale, or does not match its hashes
-    7  no Docker engine answers
+    7  no container engine answers (Docker, or Podman's service)
     8  an image build, export or push failed
     9  an index, registry or external tool could not be reached or failed
     10 a file or folder could not be read or written (permission, full disk, bad name)
@@ -107,7 +107,7 @@ class LockError(BundlerError):
 
 
 class EngineError(BundlerError):
-    """No Docker engine answers where one is needed."""
+    """No container engine (Docker, or Podman's service) answers where one is needed."""
 
     exit_code = 7
     kind = "engine"

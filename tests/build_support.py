@@ -25,28 +25,30 @@ SECRET_BYTES = (b"sk-live-4242-secret", b"hunter2-secret", b"b3BlbnNzaC1rZXktdjE
 FAKE_TARGETS = {"cuda": "12.8", "rocm": "6.4"}
 
 
-def build(project: Path, *args: str, env: dict | None = None):
-    """`bundler build PROJECT ARGS --json`: (CompletedProcess, the JSON document or {})."""
+def build(project: Path, *args: str, env: dict | None = None, engine=None):
+    """`bundler build PROJECT ARGS --json` (on ``engine``, an EngineUnderTest, when given): (CompletedProcess, the JSON document or {})."""
+    if engine is not None:
+        args, env = (*args, *engine.args), {**(env or {}), **engine.env}
     result = run_cli("build", str(project), *args, "--json", env=env)
     data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
     return result, data
 
 
-def remove_tag(client, tag) -> None:
-    """Untag (and remove when nothing else uses it) an image the tests made; never a forced removal."""
-    import docker.errors
+def remove_tag(engine, tag) -> None:
+    """Untag (and remove when nothing else uses it) an image the tests made on bundler's ``engine``; never a forced removal."""
+    from bundler.engine import EngineFailure
 
     try:
-        client.images.remove(tag)
-    except docker.errors.APIError:
+        engine.remove_image(tag)
+    except EngineFailure:
         pass
 
 
-def remove_built(client, data: dict) -> None:
+def remove_built(engine, data: dict) -> None:
     """The image a build made, then its dependency image: what a test leaves behind."""
     for reference in (data.get("tag"), (data.get("context") or {}).get("deps_image")):
         if reference:
-            remove_tag(client, reference)
+            remove_tag(engine, reference)
 
 
 def run_container(client, image, command, timeout=300):
@@ -59,12 +61,12 @@ def run_container(client, image, command, timeout=300):
         raise
 
 
-def layer_names(client, image: str) -> dict[str, list[str]]:
-    """{layer diff position: entry names} of every layer of a saved image (read as a stream)."""
+def layer_names(engine, image: str) -> dict[str, list[str]]:
+    """{layer diff position: entry names} of every layer of a saved image (read as a stream from bundler's ``engine``)."""
     from bundler.image.reproducible import saved_layers
 
-    layers, _ = saved_layers(client, image)
-    order = client.images.get(image).attrs["RootFS"]["Layers"]
+    layers, _ = saved_layers(engine, image)
+    order = list(engine.image(image).layers)
     return {str(order.index(diff)): [name for name, _ in entries] for diff, entries in layers.items()}
 
 

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests import dockerenv
+
+if TYPE_CHECKING:
+    from bundler.engine import Engine
 from tests.fakeindex import build_fake_index
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,6 +36,68 @@ def docker_client():
             pytest.fail(message)
         pytest.skip(message)
     return client
+
+
+@pytest.fixture(scope="session")
+def docker_engine(docker_client):
+    """bundler's own Engine for the same Docker (what `bundler --engine docker` talks to)."""
+    from bundler import engine
+
+    return engine.connect("docker")
+
+
+@dataclass
+class EngineUnderTest:
+    """One engine as the tests drive it: bundler's Engine, the environment and flags that select it, the base image there."""
+
+    name: str
+    engine: Engine
+    env: dict
+    base: str
+
+    @property
+    def args(self) -> list[str]:
+        return ["--engine", self.name]
+
+
+@pytest.fixture(scope="session")
+def podman(tmp_path_factory, docker_engine, debian_python_image):
+    """A Podman service of this session with the base image loaded; stopped by its PID at the end.
+    Without podman: fail under CI=true, skip elsewhere."""
+    from tests import podmanenv
+
+    why = podmanenv.missing()
+    if why:
+        if dockerenv.in_ci():
+            pytest.fail(why)
+        pytest.skip(why)
+    service = podmanenv.start(tmp_path_factory.mktemp("podman"))
+    try:
+        from bundler.engine.podman import PodmanEngine
+
+        engine = PodmanEngine(service.address, timeout=900)
+        podmanenv.load_from_docker(engine, docker_engine, debian_python_image)
+        yield EngineUnderTest("podman", engine, service.env, debian_python_image)
+    finally:
+        service.stop()
+
+
+@pytest.fixture(scope="session")
+def engines(request, docker_engine, debian_python_image):
+    """``engines("docker")`` or ``engines("podman")``: the engine of that name (Podman's service started on first use)."""
+
+    def get(name: str) -> EngineUnderTest:
+        if name == "docker":
+            return EngineUnderTest("docker", docker_engine, {}, debian_python_image)
+        return request.getfixturevalue("podman")
+
+    return get
+
+
+@pytest.fixture(scope="session", params=["docker", "podman"])
+def any_engine(request, engines):
+    """Each engine in turn: the test runs on Docker, then on Podman."""
+    return engines(request.param)
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepares a Debian/Ubuntu host (as root) for bundler's test suite: Docker's engine,
 # debootstrap (the tests build their base images locally; no registry is reachable), a
-# local image registry, and chromium (the diagnostics' HTML report is checked in a real
-# headless browser). Starts dockerd when no engine answers. Safe to run twice.
+# local image registry, chromium (the diagnostics' HTML report is checked in a real
+# headless browser) and Podman (the engine tests run on it too; the suite starts its own
+# `podman system service`). Starts dockerd when no engine answers. Safe to run twice.
 set -euo pipefail
 
 missing=()
@@ -11,6 +12,7 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
 python3 -c "import ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium fonts-liberation)
+command -v podman >/dev/null 2>&1 || missing+=(podman)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "host-setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -29,42 +29,42 @@ pytestmark = [pytest.mark.docker]
 
 
 @pytest.fixture(scope="session")
-def locked_fakes(tmp_path_factory, fake_index, docker_client):
+def locked_fakes(tmp_path_factory, fake_index):
     projects = locked_fake_projects(tmp_path_factory.mktemp("fakes"), fake_index)
-    made = set()
+    made: dict = {}  # (engine name, dependency image) -> the engine
     yield projects, {"BUNDLER_INDEX_MAP": fake_index.index_map(), "BUNDLER_PIP_RETRIES": "0"}, made
-    for reference in sorted(made):  # the dependency images these tests made
-        remove_tag(docker_client, reference)
+    for (_, reference), engine in sorted(made.items(), key=lambda item: item[0]):  # the dependency images these tests made
+        remove_tag(engine, reference)
 
 
 @pytest.fixture
-def fake_project(locked_fakes, tmp_path):
+def fake_project(locked_fakes, tmp_path, docker_engine):
     projects, env, made = locked_fakes
 
     def copy(backend: str, name: str | None = None) -> Path:
         return Path(shutil.copytree(projects[backend], tmp_path / (name or backend)))
 
-    def built(data: dict) -> dict:
+    def built(data: dict, on=None) -> dict:
         if (data.get("context") or {}).get("deps_image"):
-            made.add(data["context"]["deps_image"])
+            engine = on.engine if on else docker_engine
+            made[(engine.name, data["context"]["deps_image"])] = engine
         return data
 
     copy.env, copy.built = env, built
     return copy
 
 
-@pytest.mark.parametrize("backend", ["cuda", "rocm"])
-def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(
-    backend, fake_project, docker_client, debian_python_image, tmp_path
-):
+@pytest.mark.parametrize(("backend", "engine_name"), [("cuda", "docker"), ("rocm", "docker"), ("cuda", "podman")])
+def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(backend, engine_name, engines, fake_project, tmp_path):
+    on = engines(engine_name)
     project = fake_project(backend)
     for relative, text in SECRETS.items():
         (project / relative).parent.mkdir(parents=True, exist_ok=True)
         (project / relative).write_text(text)
     tag = f"bundler-test/fake-{backend}:1"
     archive = tmp_path / "my image.tar"  # a name the printed command must quote
-    result, data = build(project, "--base", debian_python_image, "--tag", tag, "--export", str(archive), env=fake_project.env)
-    fake_project.built(data)
+    result, data = build(project, "--base", on.base, "--tag", tag, "--export", str(archive), env=fake_project.env, engine=on)
+    fake_project.built(data, on)
     try:
         assert result.returncode == 0, result.stderr[-3000:]
         assert sorted(data["secrets_excluded"]) == sorted(SECRETS)
@@ -72,13 +72,13 @@ def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(
         assert data["flavour"] == "runtime" and data["smoke_test"]["ok"]
         expected = {"cuda": ("12.8", None), "rocm": (None, "6.4.43482")}[backend]
         assert (data["smoke_test"]["torch"]["cuda"], data["smoke_test"]["torch"]["hip"]) == expected
-        image = docker_client.images.get(tag)
+        image = on.engine.image(tag)
         assert json.loads(image.labels["io.bundler.target.json"])["backend"] == backend
-        assert image.attrs["Config"]["User"] == "10001:10001"
+        assert image.user == "10001:10001"
         verdict = json.loads(image.labels["io.bundler.deps.verdict"])
         assert verdict["ok"] and [check["name"] for check in verdict["checks"]] == ["torch build", "shared libraries", "imports"]
         # layers: base, user, environment, then bundler's files, code, config; no wheel in any of bundler's
-        names = layer_names(docker_client, tag)
+        names = layer_names(on.engine, tag)
         assert len(names) == 6, list(names)
         assert "etc/passwd" in names["1"] and "opt/venv/bin/python" in names["2"]
         assert "opt/bundle/entrypoint.sh" in names["3"] and "opt/bundle/diagnostics/run.py" in names["3"]
@@ -92,42 +92,42 @@ def test_fake_gpu_targets_build_with_layer_order_labels_user_and_no_secrets(
         scanned, found = secrets_in_saved_image(archive)
         assert scanned == 6 and found == []
     finally:
-        remove_tag(docker_client, tag)
+        remove_tag(on.engine, tag)
 
 
-def test_a_code_change_rebuilds_one_layer_and_a_second_project_reuses_the_checked_dependencies(
-    fake_project, docker_client, debian_python_image
-):
-    project = fake_project("cuda")
+def test_a_code_change_rebuilds_one_layer_and_a_second_project_reuses_the_checked_dependencies(fake_project, any_engine):
+    project, on = fake_project("cuda"), any_engine
     tag, other = "bundler-test/fake-rebuild:1", "bundler-test/fake-second:1"
+    before: dict = {}
     try:
-        first, before = build(project, "--base", debian_python_image, "--tag", tag, env=fake_project.env)
+        first, before = build(project, "--base", on.base, "--tag", tag, env=fake_project.env, engine=on)
         assert first.returncode == 0, first.stderr[-3000:]
-        fake_project.built(before)
+        fake_project.built(before, on)
         model = next((project / "src").rglob("model.py"))
         model.write_text(model.read_text() + "\n# a code-only change\n")
-        second, after = build(project, "--base", debian_python_image, "--tag", tag, env=fake_project.env)
+        second, after = build(project, "--base", on.base, "--tag", tag, env=fake_project.env, engine=on)
         assert second.returncode == 0, second.stderr[-3000:]
         assert after["context"]["deps_reused"] and after["context"]["deps_context_bytes"] == 0 and after["context"]["served_bytes"] == 0
         assert after["smoke_test"]["dependencies"]["reused"] and "checked when that image was made" in second.stderr
-        old = docker_client.images.get(before["image_id"]).attrs["RootFS"]["Layers"]
-        new = docker_client.images.get(after["image_id"]).attrs["RootFS"]["Layers"]
+        old = on.engine.image(before["image_id"]).layers
+        new = on.engine.image(after["image_id"]).layers
         # only the code layer changed: the config layer was rebuilt but holds the same bytes
         assert [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b] == [4]
         # a second project with the same lock: same dependency image, nothing checked again
         twin = fake_project("cuda", name="twin")
         (twin / "bundle.toml").write_text((twin / "bundle.toml").read_text().replace('name = "Cuda"', 'name = "Twin"'))
-        third, data = build(twin, "--base", debian_python_image, "--tag", other, env=fake_project.env)
+        third, data = build(twin, "--base", on.base, "--tag", other, env=fake_project.env, engine=on)
         assert third.returncode == 0, third.stderr[-3000:]
         assert data["context"]["deps_image"] == after["context"]["deps_image"] and data["smoke_test"]["dependencies"]["reused"]
-        assert docker_client.images.get(other).labels["org.opencontainers.image.title"] == "Twin"
+        assert on.engine.image(other).labels["org.opencontainers.image.title"] == "Twin"
     finally:
-        remove_tag(docker_client, tag)
-        remove_tag(docker_client, other)
-        remove_tag(docker_client, before["image_id"])  # replaced by the rebuild: left untagged
+        remove_tag(on.engine, tag)
+        remove_tag(on.engine, other)
+        if before.get("image_id"):
+            remove_tag(on.engine, before["image_id"])  # replaced by the rebuild: left untagged
 
 
-def test_a_second_push_after_a_code_change_sends_one_layer(fake_project, docker_client, debian_python_image, tmp_path):
+def test_a_second_push_after_a_code_change_sends_one_layer(fake_project, docker_engine, debian_python_image, tmp_path):
     project = fake_project("cuda")
     tag = "bundler-test/fake-push:1"
     with running_registry(tmp_path / "registry") as address:
@@ -144,17 +144,17 @@ def test_a_second_push_after_a_code_change_sends_one_layer(fake_project, docker_
             assert (again["push"]["layers_sent"], again["push"]["layers_present"]) == (1, 5)
             assert 0 < again["push"]["bytes_sent"] < data["push"]["bytes_sent"] / 100
         finally:
-            remove_tag(docker_client, reference)
-            remove_tag(docker_client, tag)
-            remove_tag(docker_client, data["image_id"])  # replaced by the rebuild: left untagged
+            remove_tag(docker_engine, reference)
+            remove_tag(docker_engine, tag)
+            remove_tag(docker_engine, data["image_id"])  # replaced by the rebuild: left untagged
 
 
-def test_a_tampered_cached_wheel_fails_the_build_naming_it(fake_project, docker_client, debian_python_image):
+def test_a_tampered_cached_wheel_fails_the_build_naming_it(fake_project, docker_engine, debian_python_image):
     project = fake_project("rocm")
     tag = "bundler-test/fake-tampered:1"
     first, data = build(project, "--base", debian_python_image, "--tag", tag, env=fake_project.env)
     assert first.returncode == 0, first.stderr[-3000:]
-    remove_built(docker_client, data)  # no dependency image: the wheels are served again
+    remove_built(docker_engine, data)  # no dependency image: the wheels are served again
     cache = Path(os.environ["BUNDLER_CACHE_DIR"]) / "wheels" / "sha256"
     victim = next(cache.rglob("torch-2.9.1+rocm6.4-cp311-*.whl"))
     original = victim.read_bytes()
@@ -165,26 +165,26 @@ def test_a_tampered_cached_wheel_fails_the_build_naming_it(fake_project, docker_
         victim.write_bytes(original)
     assert result.returncode == 8, result.stderr
     assert str(victim) in result.stderr and failed["error"]["path"] == str(victim)
-    assert not docker_client.images.list(name="bundler-test/fake-tampered")
-    assert not docker_client.images.list(name=data["context"]["deps_image"])
+    assert not docker_engine.images(name="bundler-test/fake-tampered")
+    assert not docker_engine.images(name=data["context"]["deps_image"])
 
 
-def test_a_config_file_that_does_not_parse_fails_the_project_checks(fake_project, docker_client, debian_python_image):
+def test_a_config_file_that_does_not_parse_fails_the_project_checks(fake_project, docker_engine, debian_python_image):
     project = fake_project("cuda")
     (project / "config" / "pilot.json").write_text('{"documents": 12,')
     result, data = build(project, "--base", debian_python_image, "--tag", "bundler-test/fake-config:1", env=fake_project.env)
     assert result.returncode == 8, result.stderr
     assert "config/pilot.json does not parse (JSONDecodeError" in result.stderr and data["error"]["kind"] == "build"
-    assert not docker_client.images.list(name="bundler-test/fake-config")
+    assert not docker_engine.images(name="bundler-test/fake-config")
 
 
-def test_a_failing_dependency_check_is_named(docker_client, debian_python_image):
+def test_a_failing_dependency_check_is_named(docker_engine, debian_python_image):
     checks = [
         Check("passes", ("python3.11", "-c", "print('{\"fine\": 1}')")),
         Check("libraries resolve", ("python3.11", "-c", "import sys; print('{\"unresolved\": 2}'); sys.exit(1)")),
     ]
     with pytest.raises(BuildError, match="failed its check 'libraries resolve'") as caught:
-        run_dependency_checks(docker_client, debian_python_image, checks, python="python3.11")
+        run_dependency_checks(docker_engine, debian_python_image, checks, python="python3.11")
     assert '{"unresolved": 2}' in caught.value.message
 
 
@@ -194,6 +194,26 @@ def test_no_engine_with_a_fresh_lock(fake_project):
     result = run_cli("build", str(fake_project("cuda")), env=env)
     assert result.returncode == 7, result.stderr
     assert "no Docker engine answers at unix:///nonexistent/docker.sock" in result.stderr and "dockerd" in result.stderr
+
+
+def test_no_podman_service_names_the_socket_and_how_to_start_it(fake_project, tmp_path):
+    socket, project = f"unix://{tmp_path}/podman.sock", fake_project("cuda")
+    for args in (["--engine", "podman"], []):  # asked for, or found from CONTAINER_HOST
+        result = run_cli("build", str(project), *args, "--json", env={**fake_project.env, "CONTAINER_HOST": socket})
+        assert result.returncode == 7, result.stderr
+        error = json.loads(result.stdout)["error"]
+        assert error["kind"] == "engine" and error["value"] == socket
+        assert f"no Podman engine answers at {socket}" in error["message"]
+        assert f"podman system service --time=0 {socket} &" in error["hint"] and "Traceback" not in result.stderr
+
+
+def test_an_unknown_engine_is_refused(fake_project):
+    result = run_cli("build", str(fake_project("cuda")), "--engine", "containerd", env=fake_project.env)
+    assert (
+        result.returncode == 2
+        and "--engine 'containerd' is not an engine bundler knows" in result.stderr
+        and "docker, podman" in result.stderr
+    )
 
 
 def test_missing_or_stale_lock_asks_for_bundler_lock(fake_project):
@@ -229,7 +249,7 @@ def test_devel_flavour_with_an_unknown_devel_base(fake_project):
     assert "devel" in result.stderr and "nvidia/cuda" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_over_budget_with_strict_fails_and_tags_nothing(fake_project, docker_client, debian_python_image):
+def test_over_budget_with_strict_fails_and_tags_nothing(fake_project, docker_engine, debian_python_image):
     project = fake_project("cuda")
     toml = project / "bundle.toml"
     toml.write_text(toml.read_text().replace("size_budget_mb = 3000", "size_budget_mb = 1"))
@@ -237,10 +257,10 @@ def test_over_budget_with_strict_fails_and_tags_nothing(fake_project, docker_cli
         "build", str(project), "--base", debian_python_image, "--tag", "bundler-test/fake-strict:1", "--strict", env=fake_project.env
     )
     assert result.returncode == 8 and "over the size budget of 1 MB" in result.stderr, result.stderr
-    assert not docker_client.images.list(name="bundler-test/fake-strict")
+    assert not docker_engine.images(name="bundler-test/fake-strict")
 
 
-def test_a_registry_that_refuses_the_push(fake_project, docker_client, debian_python_image, tmp_path):
+def test_a_registry_that_refuses_the_push(fake_project, docker_engine, debian_python_image, tmp_path):
     tag = "bundler-test/fake-refused:1"
     with running_registry(tmp_path / "ro", read_only=True) as address:
         reference = f"{address}/team/refused:1"
@@ -250,12 +270,12 @@ def test_a_registry_that_refuses_the_push(fake_project, docker_client, debian_py
     try:
         assert result.returncode == 8, result.stderr
         assert f"pushing {reference} failed" in result.stderr
-        assert not docker_client.images.list(name=f"{address}/team/refused")  # the push tag was taken back
+        assert not docker_engine.images(name=f"{address}/team/refused")  # the push tag was taken back
     finally:
-        remove_tag(docker_client, tag)
+        remove_tag(docker_engine, tag)
 
 
-def test_disk_full_during_export_leaves_no_partial_file(docker_client, debian_python_image, tmp_path):
+def test_disk_full_during_export_leaves_no_partial_file(docker_engine, debian_python_image, tmp_path):
     from bundler.image.handoff import export
 
     class FullDisk(io.BufferedWriter):
@@ -272,7 +292,7 @@ def test_disk_full_during_export_leaves_no_partial_file(docker_client, debian_py
 
     dest = tmp_path / "image.tar"
     with pytest.raises(BuildError, match="the disk is full") as caught:
-        export(docker_client, debian_python_image, dest, opener=opener)
+        export(docker_engine, debian_python_image, dest, opener=opener)
     assert "No partial file" in caught.value.message
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
-def cpu_image(tmp_path_factory, docker_client, debian_python_image, cpu_torch_wheel):
+def cpu_image(tmp_path_factory, docker_client, docker_engine, debian_python_image, cpu_torch_wheel):
     root = tmp_path_factory.mktemp("cpu")
     index = real_torch_index(root / "torchindex", cpu_torch_wheel)
     patch = pytest.MonkeyPatch()  # session fixtures come before the per-test environment of conftest
@@ -42,7 +42,7 @@ def cpu_image(tmp_path_factory, docker_client, debian_python_image, cpu_torch_wh
         assert result.returncode == 0, result.stderr[-3000:]
         yield project, data, tag
     finally:
-        remove_built(docker_client, data)
+        remove_built(docker_engine, data)
 
 
 def test_cpu_example_runs_its_pilot_in_the_container_offline(cpu_image, docker_client):
@@ -59,7 +59,7 @@ def test_cpu_example_runs_its_pilot_in_the_container_offline(cpu_image, docker_c
     assert data["smoke_test"]["torch"]["cuda"] is None
 
 
-def test_cpu_image_labels_user_layers_and_size(cpu_image, docker_client, debian_python_image):
+def test_cpu_image_labels_user_layers_and_size(cpu_image, docker_client, docker_engine, debian_python_image):
     project, data, tag = cpu_image
     image = docker_client.images.get(tag)
     labels = image.labels
@@ -85,14 +85,14 @@ def test_cpu_image_labels_user_layers_and_size(cpu_image, docker_client, debian_
     assert size["total_bytes"] <= 1.05 * (base.attrs["Size"] + int(site.split()[0]))
     assert len(size["largest_layers"]) == 5 and "/opt/venv" in size["largest_layers"][0]["instruction"]
     # one layer holds the environment, and no layer holds a wheel
-    names = layer_names(docker_client, tag)
+    names = layer_names(docker_engine, tag)
     holding_torch = [position for position, entries in names.items() if any(n.endswith("torch/__init__.py") for n in entries)]
     assert holding_torch == ["2"]
     assert not [name for position, entries in names.items() if position != "0" for name in entries if name.endswith(".whl")]
     assert not any(name.startswith("tmp/") for entries in names.values() for name in entries)
 
 
-def test_cpu_image_is_pushed_to_and_pulled_from_a_real_registry(cpu_image, docker_client, tmp_path):
+def test_cpu_image_is_pushed_to_and_pulled_from_a_real_registry(cpu_image, docker_client, docker_engine, tmp_path):
     project, data, tag = cpu_image
     with running_registry(tmp_path / "registry") as address:
         reference = f"{address}/team/example:1"
@@ -101,7 +101,7 @@ def test_cpu_image_is_pushed_to_and_pulled_from_a_real_registry(cpu_image, docke
         assert pushed["push"]["reference"] == reference and pushed["push"]["digest"].startswith("sha256:")
         assert pushed["context"]["deps_reused"] and pushed["smoke_test"]["dependencies"]["reused"]
         image_id = docker_client.images.get(reference).id
-        remove_tag(docker_client, reference)
+        remove_tag(docker_engine, reference)
         pulled = docker_client.images.pull(f"{address}/team/example", tag="1")
         assert pulled.id == image_id
-        remove_tag(docker_client, reference)
+        remove_tag(docker_engine, reference)

@@ -25,7 +25,7 @@ DEVICE_STAGE_EXIT = 14  # 10 + the device stage's number (README's exit codes)
 
 
 @pytest.fixture(scope="session")
-def cuda_image(tmp_path_factory, docker_client, debian_python_image):
+def cuda_image(tmp_path_factory, docker_client, docker_engine, debian_python_image):
     root = tmp_path_factory.mktemp("cuda")
     cache = root / "cache"  # empty: CI builds this image from nothing
     patch = pytest.MonkeyPatch()
@@ -40,7 +40,7 @@ def cuda_image(tmp_path_factory, docker_client, debian_python_image):
         yield project, data, tag, made
     finally:
         for built in reversed(made):
-            remove_built(docker_client, built)
+            remove_built(docker_engine, built)
         patch.undo()
         shutil.rmtree(cache, ignore_errors=True)
 

@@ -8,12 +8,14 @@ import hashlib
 import io
 import json
 import os
+import tarfile
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from bundler.engine import EngineFailure
 from bundler.image.cache import listing, prune
 from bundler.image.labels import DEPS_LABEL
 from bundler.image.wheelbuild import store
@@ -56,13 +58,19 @@ def test_wheels_are_listed_and_pruned_by_age_and_foreign_files_stay(tmp_path, mo
     assert not fresh.exists() and all(path.exists() for path in foreign)
 
 
-def _image(client, dockerfile: str, tag: str) -> str:
-    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
-    return client.images.get(tag).id
+def _image(engine, dockerfile: str, tag: str) -> str:
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        info = tarfile.TarInfo("Dockerfile")
+        info.size = len(dockerfile.encode())
+        tar.addfile(info, io.BytesIO(dockerfile.encode()))
+    context.seek(0)
+    return engine.build(context, on_line=lambda line: None, tag=tag)
 
 
 @pytest.mark.docker
-def test_bundlers_images_are_listed_and_only_unused_ones_pruned(docker_client, debian_python_image):
+def test_bundlers_images_are_listed_and_only_unused_ones_pruned(any_engine):
+    engine, debian_python_image = any_engine.engine, any_engine.base
     run = uuid.uuid4().hex[:10]
     used = f"bundler/deps:test-used-{run}"
     unused = f"bundler/deps:test-unused-{run}"
@@ -71,25 +79,25 @@ def test_bundlers_images_are_listed_and_only_unused_ones_pruned(docker_client, d
     tags = [child, used, unused, foreign]
     try:
         ids = {
-            used: _image(docker_client, f'FROM {debian_python_image}\nLABEL {DEPS_LABEL}="used-{run}"\n', used),
-            unused: _image(docker_client, f'FROM {debian_python_image}\nLABEL {DEPS_LABEL}="unused-{run}"\n', unused),
-            foreign: _image(docker_client, f'FROM {debian_python_image}\nLABEL {DEPS_LABEL}="foreign-{run}"\n', foreign),
+            used: _image(engine, f'FROM {debian_python_image}\nLABEL {DEPS_LABEL}="used-{run}"\n', used),
+            unused: _image(engine, f'FROM {debian_python_image}\nLABEL {DEPS_LABEL}="unused-{run}"\n', unused),
+            foreign: _image(engine, f'FROM {debian_python_image}\nLABEL {DEPS_LABEL}="foreign-{run}"\n', foreign),
         }
-        _image(docker_client, f"FROM {used}\nENV CHILD={run}\n", child)
-        mine = {image.id: image for image in listing(docker_client).images if set(image.tags) & {used, unused, foreign}}
+        _image(engine, f"FROM {used}\nENV CHILD={run}\n", child)
+        mine = {image.id: image for image in listing(engine).images if set(image.tags) & {used, unused, foreign}}
         assert set(mine) == {ids[used], ids[unused]}  # the foreign image is not bundler's
         assert mine[ids[used]].in_use == f"{child} is built on it" and mine[ids[unused]].in_use == ""
-        dry = json.loads(run_cli("cache", "prune", "--images", "--dry-run", "--json").stdout)
+        dry = json.loads(run_cli("cache", "prune", "--images", "--dry-run", "--json", *any_engine.args, env=any_engine.env).stdout)
         assert unused in [tag for image in dry["removed"]["images"] for tag in image["tags"]]
         assert used not in [tag for image in dry["removed"]["images"] for tag in image["tags"]]
-        result = prune(docker_client, images=True, wheels=False, older_than_days=0, dry_run=False, select=lambda image: image.id in mine)
+        result = prune(engine, images=True, wheels=False, older_than_days=0, dry_run=False, select=lambda image: image.id in mine)
         assert [image["tags"] for image in result.images] == [[unused]]
         assert [kept["why"] for kept in result.kept] == [f"{child} is built on it"]
-        remaining = {tag for image in docker_client.images.list() for tag in image.tags}
+        remaining = {tag for image in engine.images() for tag in image.tags}
         assert unused not in remaining and {used, child, foreign} <= remaining
     finally:
         for tag in tags:
             try:
-                docker_client.images.remove(tag, force=True)
-            except Exception:  # noqa: BLE001 - already removed by the test
+                engine.remove_image(tag, force=True)
+            except EngineFailure:  # already removed by the test
                 pass

@@ -250,7 +250,8 @@ def test_dockerignore_negation_reincludes(project):
 def test_entry_module_must_exist(project):
     (project / "src/pilot_app/pilot.py").unlink()
     found = item(project, "entry")
-    assert (found.status, found.detail) == ("fail", "entry runs module pilot_app.pilot, but src/pilot_app/pilot.py does not exist")
+    detail = "entry runs module pilot_app.pilot, but neither src/ nor the project root holds pilot_app/pilot.py"
+    assert (found.status, found.detail) == ("fail", detail)
 
 
 def test_readme_sections(project):

@@ -143,16 +143,22 @@ def test_bundler_diagnose_refuses_both_modes(tmp_path):
     assert result.exit_code == 2
 
 
-def test_device_flags_per_backend():
-    from bundler.engine import device_flags
+def test_device_flags_per_backend_and_what_the_sdk_is_given():
+    from bundler.engine import Devices, RunSpec, device_flags
+    from bundler.engine.dockerapi import DockerEngine
+    from bundler.image.runcommand import run_flags
 
     cuda, _ = device_flags("cuda", nvidia_host=True)
-    assert cuda["shm_size"] == "8g"
-    assert cuda["device_requests"][0]["Count"] == -1 and cuda["device_requests"][0]["Capabilities"] == [["gpu"]]
+    assert cuda == Devices(shm_size="8g", all_gpus=True)
+    options = DockerEngine("unix:///unused.sock", timeout=1, client=object())._device_options(RunSpec("x", ["true"], devices=cuda))
+    assert options["shm_size"] == "8g"
+    assert options["device_requests"][0]["Count"] == -1 and options["device_requests"][0]["Capabilities"] == [["gpu"]]
+    assert run_flags("cuda") == ["--gpus", "all", "--shm-size", "8g"]
+    assert run_flags("cuda", "podman") == ["--device", "nvidia.com/gpu=all", "--shm-size", "8g"]
     no_gpu, notes = device_flags("cuda", nvidia_host=False)
-    assert "device_requests" not in no_gpu and notes
+    assert not no_gpu.all_gpus and notes
     rocm, _ = device_flags("rocm", nvidia_host=False, rocm_devices=("/dev/kfd", "/dev/dri"))
-    assert rocm == {"devices": ["/dev/kfd:/dev/kfd:rwm", "/dev/dri:/dev/dri:rwm"], "group_add": ["video"], "ipc_mode": "host"}
+    assert rocm == Devices(devices=("/dev/kfd:/dev/kfd:rwm", "/dev/dri:/dev/dri:rwm"), group_add=("video",), ipc_mode="host")
 
 
 def test_heavy_libraries_stay_out_of_cli_startup():
@@ -165,9 +171,10 @@ def test_heavy_libraries_stay_out_of_cli_startup():
 
 
 @pytest.mark.docker
-def test_bundler_diagnose_image_without_torch_fails_13_and_copies_the_report(tmp_path, docker_client, debian_python_image):
+def test_bundler_diagnose_image_without_torch_fails_13_and_copies_the_report(tmp_path, any_engine):
     from bundler.cli import app
 
+    engine, debian_python_image = any_engine.engine, any_engine.base
     context = io.BytesIO()
     with tarfile.open(fileobj=context, mode="w") as tar:
         dockerfile = (
@@ -180,11 +187,12 @@ def test_bundler_diagnose_image_without_torch_fails_13_and_copies_the_report(tmp
         tar.add(REPO / "diagnostics", arcname="diagnostics", filter=lambda member: None if "__pycache__" in member.name else member)
     context.seek(0)
     tag = "bundler-test/diagnostics-notorch:1"
-    docker_client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True)
+    engine.build(context, on_line=lambda line: None, tag=tag)
     try:
         project = cpu_project(tmp_path / "project")
         page = tmp_path / "diagnostics.html"
-        result = CliRunner().invoke(app, ["diagnose", "--image", tag, "--project", str(project), "--json", "--report", str(page)])
+        argv = ["diagnose", "--image", tag, "--project", str(project), "--json", "--report", str(page), *any_engine.args]
+        result = CliRunner().invoke(app, argv, env=any_engine.env)
         assert result.exit_code == 13, result.output
         payload = json.loads(result.stdout)
         assert payload["report_html"] == str(page) and "First failing stage: 3 torch" in page.read_text()
@@ -194,6 +202,6 @@ def test_bundler_diagnose_image_without_torch_fails_13_and_copies_the_report(tmp
         assert report["first_failure"] == "torch" and report["exit_code"] == 13
         assert report["stages"][0]["values"]["executable"] == "/opt/venv/bin/python"
         assert report["stages"][0]["status"] == "pass"
-        assert docker_client.containers.list(all=True, filters={"ancestor": tag}) == []
+        assert engine.image(tag).id not in engine.container_images()  # the container was removed
     finally:
-        docker_client.images.remove(tag, force=True)
+        engine.remove_image(tag, force=True)

@@ -19,15 +19,17 @@ FLOORS = (
     ("bundler.__main__",),
     ("bundler.launch",),
     ("bundler.cli",),
+    ("bundler.adopt",),
     ("bundler.portability",),
     ("bundler.diagnose", "bundler.jobs"),
     ("bundler.image",),
     ("bundler.lock", "bundler.scaffold"),
     ("bundler.evidence", "bundler.target", "bundler.engine", "bundler.pipsettings"),
     ("bundler.fsutil", "bundler.resources", "bundler.machinepaths"),
-    ("bundler.errors", "bundler.tomlcompat", "bundler"),
+    ("bundler.errors", "bundler.tomlcompat", "bundler.inimage", "bundler"),
     ("bundler.contracts",),
 )
+ENGINE_SDK = ("docker", "requests")  # the Docker SDK and the transport whose errors it lets through
 
 
 def readme_commands() -> list[str]:
@@ -161,6 +163,36 @@ def test_imports_never_climb_a_floor(path):
         assert there > here or group == own or (there == here and group == "bundler"), (
             f"{module_name(path)} (floor {here}) imports {imported} (floor {there}): a floor above or beside it"
         )
+
+
+def top_level_imports(path) -> set[str]:
+    """The top-level package of every import in ``path``, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found
+
+
+def test_only_the_engine_package_imports_the_docker_sdk():
+    engine = REPO / "bundler" / "engine"
+    users = {
+        str(path.relative_to(REPO)): sorted(top_level_imports(path) & set(ENGINE_SDK))
+        for path in sorted((REPO / "bundler").rglob("*.py")) + sorted((REPO / "diagnostics").rglob("*.py"))
+        if engine not in path.parents
+    }
+    assert {path: names for path, names in users.items() if names} == {}
+    inside = {name for path in engine.glob("*.py") for name in top_level_imports(path)}
+    assert "docker" in inside  # the check above looks at real imports: the engine's own are found
+
+
+def test_the_programs_run_inside_images_use_the_standard_library_torch_and_the_contracts_alone():
+    stdlib = set(sys.stdlib_module_names) | {"__future__", "torch", "bundler"}
+    for path in sorted((REPO / "bundler" / "inimage").glob("*.py")):
+        assert top_level_imports(path) <= stdlib, f"{path.name} imports {top_level_imports(path) - stdlib}"
+        assert all(name.startswith("bundler.contracts") for name in imports_of(path)), f"{path.name}: only the contracts ship with it"
 
 
 def test_the_contracts_import_nothing_but_the_standard_library_and_each_other():

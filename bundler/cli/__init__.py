@@ -16,7 +16,22 @@ import typer
 from bundler import __version__
 
 # One module per command, in the order `bundler --help` lists them.
-COMMAND_MODULES = ("new", "update", "lock", "build", "paths", "check", "diagnose", "runs", "run", "plan", "job", "compat", "cache")
+COMMAND_MODULES = (
+    "new",
+    "init",
+    "update",
+    "lock",
+    "build",
+    "paths",
+    "check",
+    "diagnose",
+    "runs",
+    "run",
+    "plan",
+    "job",
+    "compat",
+    "cache",
+)
 
 app = typer.Typer(
     name="bundler",

@@ -1,4 +1,5 @@
-"""`bundler build [PROJECT] [--tag TAG] [--base IMAGE] [--export FILE.tar] [--push REF] [--check-reproducible] [--strict]`."""
+"""`bundler build [PROJECT] [--tag TAG] [--base IMAGE] [--export FILE.tar] [--push REF] [--check-reproducible] [--strict]
+[--engine docker|podman]`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from bundler.cli.options import JsonFlag, ProjectArg, handles_errors
+from bundler.cli.options import EngineOption, JsonFlag, ProjectArg, handles_errors
 from bundler.cli.output import Output
 
 
@@ -47,6 +48,7 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[
             bool, typer.Option("--strict", help="Fail (and tag nothing) when the image is over [build] size_budget_mb.")
         ] = False,
+        engine: EngineOption = None,
         json_output: JsonFlag = False,
     ) -> None:
         from bundler.image.build import run_build
@@ -55,7 +57,15 @@ def register(app: typer.Typer) -> None:
         out = Output(json_output)
         bundle = load_bundle(project)
         result = run_build(
-            bundle, tag=tag, base=base, export=export, push=push, strict=strict, check_reproducible=check_reproducible, say=out.say
+            bundle,
+            tag=tag,
+            base=base,
+            export=export,
+            push=push,
+            strict=strict,
+            check_reproducible=check_reproducible,
+            engine=engine,
+            say=out.say,
         )
         for line in result.size.lines():
             out.say(line)

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import datetime
 import math
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bundler.cli.options import JsonFlag, handles_errors
+from bundler.cli.options import EngineOption, JsonFlag, handles_errors
 from bundler.cli.output import Output
-from bundler.errors import UsageError
+from bundler.errors import EngineError, UsageError
+
+if TYPE_CHECKING:
+    from bundler.engine import Engine
 
 cache_app = typer.Typer(
     help="List and prune what builds keep: the wheel cache and bundler's dependency and builder images.",
@@ -22,15 +25,15 @@ def register(app: typer.Typer) -> None:
     app.add_typer(cache_app, name="cache")
 
 
-def _engine():
-    """The engine when one answers; None otherwise (the wheel cache is listed all the same)."""
+def _engine(name: str | None) -> tuple[Engine | None, str]:
+    """(the engine, "") when one answers; (None, why) otherwise: the wheel cache is listed all the same."""
     from bundler import engine
-    from bundler.errors import EngineError
 
+    choice = engine.choose(name)  # an unknown --engine is refused, not taken for a missing engine
     try:
-        return engine.client(120)
+        return engine.connect(name, 120), ""
     except EngineError:
-        return None
+        return None, f"no {'Podman' if choice.name == 'podman' else 'Docker'} engine answers at {choice.address}"
 
 
 def _size(count: int) -> str:
@@ -38,19 +41,20 @@ def _size(count: int) -> str:
 
 
 @cache_app.callback()
-def _default(context: typer.Context, json_output: JsonFlag = False) -> None:
+def _default(context: typer.Context, engine: EngineOption = None, json_output: JsonFlag = False) -> None:
     if context.invoked_subcommand is None:
-        list_command(json_output=json_output)
+        list_command(engine=engine, json_output=json_output)
 
 
 @cache_app.command("list")
 @handles_errors
-def list_command(json_output: JsonFlag = False) -> None:
+def list_command(engine: EngineOption = None, json_output: JsonFlag = False) -> None:
     """What the cache holds and what each of bundler's images would free (the default)."""
     from bundler.image.cache import listing
 
     out = Output(json_output)
-    found = listing(_engine())
+    client, why = _engine(engine)
+    found = listing(client, why_none=why)
     data = found.as_dict()
     out.say(f"Wheel cache {data['wheels']['root']}: {data['wheels']['files']} files, {_size(data['wheels']['bytes'])}.")
     if found.engine_note:
@@ -75,6 +79,7 @@ def prune_command(
         typer.Option("--older-than", metavar="DAYS", help="Keep what was used (files) or made (images) in the last DAYS days."),
     ] = 0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would go; remove nothing.")] = False,
+    engine: EngineOption = None,
     json_output: JsonFlag = False,
 ) -> None:
     """Remove bundler's unused images and cached wheels; never an image or file bundler did not make."""
@@ -88,9 +93,8 @@ def prune_command(
         )
     out = Output(json_output)
     both = not images and not wheels
-    result = prune(
-        _engine() if images or both else None, images=images or both, wheels=wheels or both, older_than_days=older_than, dry_run=dry_run
-    )
+    client, why = _engine(engine) if images or both else (None, "")
+    result = prune(client, images=images or both, wheels=wheels or both, older_than_days=older_than, dry_run=dry_run, why_none=why)
     verb = "Would remove" if dry_run else "Removed"
     files = f"{len(result.files)} cached files ({_size(result.file_bytes)})"
     out.say(f"{verb} {files} and {len(result.images)} images ({_size(result.image_bytes)}).")

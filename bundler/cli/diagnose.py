@@ -1,4 +1,4 @@
-"""`bundler diagnose [--image TAG | --local] [--project PROJECT] [--keep-going] [--report FILE.html]`."""
+"""`bundler diagnose [--image TAG | --local] [--project PROJECT] [--keep-going] [--report FILE.html] [--engine docker|podman]`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from bundler.cli.options import JsonFlag, handles_errors
+from bundler.cli.options import EngineOption, JsonFlag, handles_errors
 from bundler.cli.output import Output
 from bundler.errors import UsageError
 
@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
                 "--report", metavar="FILE.html", help="Also write the report people read: one self-contained HTML page.", show_default=False
             ),
         ] = None,
+        engine: EngineOption = None,
         json_output: JsonFlag = False,
     ) -> None:
         """Staged checks (interpreter → … → collectives); exit 10 + the number of the first failing stage."""
@@ -45,7 +46,7 @@ def register(app: typer.Typer) -> None:
         page = diagnose.check_report_destination(report) if report else None
         if image:
             out.say(f"Running diagnostics inside {image} ({bundle.target.backend})…")
-            result = diagnose.run_image(bundle, image, keep_going=keep_going, echo=sys.stderr.write, report_html=page)
+            result = diagnose.run_image(bundle, image, keep_going=keep_going, echo=sys.stderr.write, report_html=page, engine_name=engine)
         else:
             out.say(f"Running diagnostics with {sys.executable}…")
             result = diagnose.run_local(bundle, keep_going=keep_going, echo=sys.stderr.write, report_html=page)

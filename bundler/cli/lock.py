@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from bundler.cli.options import JsonFlag, ProjectArg, handles_errors
+from bundler.cli.options import EngineOption, JsonFlag, ProjectArg, handles_errors
 from bundler.cli.output import Output
 
 
@@ -52,6 +52,7 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Print the plan (index URL, labelled pins, base image); resolve and write nothing.")
         ] = False,
+        engine: EngineOption = None,
         json_output: JsonFlag = False,
     ) -> None:
         from bundler.lock.run import run_lock
@@ -71,6 +72,7 @@ def register(app: typer.Typer) -> None:
             resolver=resolver,
             upgrade=upgrade,
             dry_run=dry_run,
+            engine=engine,
             say=out.say,
         )
         _report(out, result)

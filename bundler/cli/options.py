@@ -1,4 +1,4 @@
-"""What every command shares: the --json flag, the PROJECT argument, and failure.
+"""What every command shares: the --json flag, the PROJECT argument, --engine, and failure.
 
 ``handles_errors`` is the one place where a failure becomes output: one paragraph on
 stderr ("Error: … Hint: …"), with --json the one JSON document on stdout (the error
@@ -18,7 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from bundler.cli.output import write_document
-from bundler.errors import BundlerError, ExternalError, Interrupted, from_os_error
+from bundler.errors import BundlerError, Interrupted, from_os_error
 
 JsonFlag = Annotated[
     bool,
@@ -27,6 +27,15 @@ JsonFlag = Annotated[
 ProjectArg = Annotated[
     Optional[Path],
     typer.Argument(help="Project folder holding bundle.toml (default: the current folder).", show_default=False, readable=False),
+]
+EngineOption = Annotated[
+    Optional[str],
+    typer.Option(
+        "--engine",
+        metavar="docker|podman",
+        help="The container engine (default: Podman when CONTAINER_HOST is set or DOCKER_HOST names a Podman socket, else Docker).",
+        show_default=False,
+    ),
 ]
 INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP exit 128 + their number (bundler/launch.py)
 
@@ -64,8 +73,4 @@ def handles_errors(command: Callable) -> Callable:
 
 
 def _os_failure(error: OSError) -> BundlerError:
-    from requests.exceptions import RequestException  # requests' errors are OSErrors too
-
-    if isinstance(error, RequestException):
-        return ExternalError(f"a network call failed: {error}.", hint="Check the network, the proxy and the address, then try again.")
-    return from_os_error(error)
+    return from_os_error(error)  # the engine's transport errors (requests' are OSErrors too) are EngineFailures already

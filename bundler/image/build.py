@@ -1,4 +1,4 @@
-"""`bundler build`: the bundle's image, built through the Docker SDK, checked, then tagged.
+"""`bundler build`: the bundle's image, built through the engine (Docker or Podman), checked, then tagged.
 
 Order of work (nothing is tagged until everything before it passed):
 1. the lock must be fresh (`bundler lock` otherwise); the flavour and the Dockerfiles are
@@ -29,13 +29,15 @@ import re
 import secrets
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from bundler import engine as engines
+from bundler.engine import BaseImage, Engine
 from bundler.errors import FindingsError
 from bundler.image import handoff, wheelbuild
-from bundler.image.checks import project_checks
+from bundler.image.checks import Verdict, project_checks
 from bundler.image.context import ProjectFiles, collect, write_project_context
 from bundler.image.deps import DepsImage, asked_route, dependency_image, pins_sha256
 from bundler.image.dockerfile import Dockerfiles, default_base, flavour_for, render
@@ -43,11 +45,12 @@ from bundler.image.labels import labels_for
 from bundler.image.reproducible import compare
 from bundler.image.runcommand import run_commands
 from bundler.image.size import SizeReport, enforce, size_report
-from bundler.image.steps import Progress, remove_image, run_engine_build
+from bundler.image.steps import Progress, remove_image, run_engine_build, untag
 from bundler.lock.lockfile import Lock, fresh_lock
 from bundler.target.bundle import Bundle, update_target
 from bundler.target.versions import build_name
 
+Say = Callable[[str], None]
 CHECK_REPOSITORY = "bundler/check"  # the second build of --check-reproducible, removed afterwards
 
 
@@ -58,11 +61,11 @@ class Plan:
     bundle: Bundle
     lock: Lock
     dockerfiles: Dockerfiles
-    engine: object
-    base_image: object
-    labels: dict
+    engine: Engine
+    base_image: BaseImage
+    labels: dict[str, str]
     files: ProjectFiles
-    notes: list  # what preparing the lock said (wheels built from source)
+    notes: list[str]  # what preparing the lock said (wheels built from source)
 
 
 @dataclass
@@ -129,7 +132,7 @@ def default_tag(bundle: Bundle, lock_sha: str) -> str:
     return f"bundler/{name}:{build_name(bundle.target.backend, bundle.target.accelerator)}-{lock_sha[:12]}"
 
 
-def record_base_digest(bundle: Bundle, base, overridden: bool) -> bool:
+def record_base_digest(bundle: Bundle, base: BaseImage, overridden: bool) -> bool:
     """Fill bundle.toml's base_digest when the Target's own base came from a registry."""
     if overridden or not base.digest:
         return False
@@ -140,12 +143,12 @@ def record_base_digest(bundle: Bundle, base, overridden: bool) -> bool:
     return True
 
 
-def plan_build(bundle: Bundle, base: str | None, say) -> Plan:
+def plan_build(bundle: Bundle, base: str | None, say: Say, engine_name: str | None = None) -> Plan:
     asked_route()  # a mistyped BUNDLER_WHEELHOUSE_ROUTE is refused before anything else
     lock = fresh_lock(bundle)
     flavour = flavour_for(bundle)
     dockerfiles = render(bundle, flavour, base or default_base(bundle, flavour))
-    engine = engines.client()
+    engine = engines.connect(engine_name)
     base_image = engines.base_image(engine, dockerfiles.base, say=say)
     lock, notes = wheelbuild.prepare(lock, bundle, engine, base_image, say)  # pins without a wheel for the Target
     files = collect(bundle.root)
@@ -155,7 +158,7 @@ def plan_build(bundle: Bundle, base: str | None, say) -> Plan:
     return Plan(bundle, lock, dockerfiles, engine, base_image, labels, files, notes)
 
 
-def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference: str | None = None, say=print) -> Built:
+def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference: str | None = None, say: Say = print) -> Built:
     """The dependency image (reused or made), the project image on it, its checks; the image is removed on failure."""
     engine, bundle = plan.engine, plan.bundle
     deps = dependency_image(
@@ -175,11 +178,11 @@ def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference
     except BaseException:
         remove_image(engine, image_id)
         raise
-    findings = {check["name"]: check["finding"] for check in deps.verdict.get("checks", [])}
+    verdict = Verdict.of(deps.verdict)
     smoke = {
         "ok": True,
-        "torch": findings.get("torch build", {}).get("torch", {}),
-        "imports": findings.get("imports"),
+        "torch": verdict.torch,
+        "imports": verdict.imports,
         "dependencies": {"reused": deps.reused} | deps.verdict,
         "project": project,
     }
@@ -196,14 +199,14 @@ def run_build(
     strict: bool = False,
     no_cache: bool = False,
     check_reproducible: bool = False,
-    say=lambda text: None,
+    engine: str | None = None,
+    say: Say = lambda text: None,
 ) -> BuildResult:
     started = time.monotonic()
     for flag, reference in (("--tag", tag), ("--push", push)):  # a bad --tag or --push is refused before anything is built
         if reference:
             handoff.split_reference(reference, flag)
-    plan = plan_build(bundle, base, say)
-    engine = plan.engine
+    plan = plan_build(bundle, base, say, engine)
     notes = ([plan.base_image.note] if plan.base_image.note else []) + plan.notes
     tag = tag or default_tag(bundle, plan.lock.sha256)
     repository, version = handoff.split_reference(tag, "--tag")
@@ -211,19 +214,19 @@ def run_build(
         built = build_once(plan, Path(work), no_cache=no_cache, say=say)
         notes += built.deps.notes
         try:
-            report = size_report(engine, built.image_id, bundle.size_budget_mb)
+            report = size_report(plan.engine, built.image_id, bundle.size_budget_mb)
             warning = enforce(report, strict, str(bundle.path))
             reproducible = check_twice(plan, built, Path(work), notes, say) if check_reproducible else None
         except BaseException:
-            remove_image(engine, built.image_id)
+            remove_image(plan.engine, built.image_id)
             raise
     if warning:
         notes.append(warning)
-    engine.api.tag(built.image_id, repository, version)
+    plan.engine.tag(built.image_id, repository, version)
     if record_base_digest(bundle, plan.base_image, overridden=base is not None):
         notes.append(f"bundle.toml [target] base_digest set to {plan.base_image.digest.split('@')[-1]}")
     result = BuildResult(f"{repository}:{version}", built, plan, report, notes, reproducible=reproducible)
-    result.commands = run_commands(result.tag, bundle.target.backend)
+    result.commands = run_commands(result.tag, bundle.target.backend, plan.engine.name)
     if reproducible and not reproducible["reproducible"]:
         raise FindingsError(
             "the image is not reproducible: two cold builds of the same inputs differ"
@@ -236,14 +239,14 @@ def run_build(
             result=result.as_dict() | {"ok": False},
         )
     if export is not None:
-        result.export = handoff.export(engine, built.image_id, Path(export), names=[result.tag], say=say).as_dict()
+        result.export = handoff.export(plan.engine, built.image_id, Path(export), names=[result.tag], say=say).as_dict()
     if push:
-        result.push = handoff.push(engine, built.image_id, push, keep_tag=push == result.tag, say=say).as_dict()
+        result.push = handoff.push(plan.engine, built.image_id, push, keep_tag=push == result.tag, say=say).as_dict()
     result.seconds = time.monotonic() - started
     return result
 
 
-def check_twice(plan: Plan, first: Built, work: Path, notes: list, say) -> dict:
+def check_twice(plan: Plan, first: Built, work: Path, notes: list[str], say: Say) -> dict:
     """Build everything again, cold, under temporary names; compare; remove the second build."""
     say("Checking reproducibility: building everything a second time without any cache…")
     suffix = secrets.token_hex(4)
@@ -253,6 +256,10 @@ def check_twice(plan: Plan, first: Built, work: Path, notes: list, say) -> dict:
     try:
         say("Comparing the two builds layer by layer…")
         return compare(plan.engine, first.image_id, second.image_id).as_dict()
-    finally:
-        remove_image(plan.engine, second.image_id)
-        remove_image(plan.engine, reference)
+    finally:  # an engine that dates images by their inputs (Podman) may give the second build the first one's ID
+        if second.image_id != first.image_id:
+            remove_image(plan.engine, second.image_id)
+        if second.deps.image_id != first.deps.image_id:
+            remove_image(plan.engine, reference)
+        else:
+            untag(plan.engine, reference)

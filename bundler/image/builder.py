@@ -13,16 +13,19 @@ package's build allows it.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import re
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
+from bundler.engine import BaseImage, Engine, EngineFailure, Mount, RunSpec
 from bundler.errors import BuildError, ExternalError
+from bundler.image.context import write_dockerfile_context
 from bundler.image.labels import LABEL_PREFIX
+from bundler.image.steps import EngineBuildError, run_engine_build
 from bundler.pipsettings import container_pip, host_pip_settings
 
 BUILDER_REPOSITORY = "bundler/builder"
@@ -30,6 +33,7 @@ BUILDER_LABEL = f"{LABEL_PREFIX}.builder.key"
 RECIPE = "1"  # bump when the builder Dockerfile below changes meaning
 BUILD_TIMEOUT_S = int(os.environ.get("BUNDLER_WHEEL_BUILD_TIMEOUT", "1800"))
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest time a wheel (zip) can hold
+Say = Callable[[str], None]
 COMPILERS = {  # what a source file needs -> Debian packages
     "c": ("build-essential", "pkg-config"),
     "fortran": ("build-essential", "gfortran"),
@@ -82,71 +86,61 @@ def builder_dockerfile(base: str, python: str, packages: list[str], key: str) ->
     )
 
 
-def builder_image(engine, base, python: str, packages: list[str], say) -> str:
+def builder_image(engine: Engine, base: BaseImage, python: str, packages: list[str], say: Say) -> str:
     """The image to build in: the base itself, or ``bundler/builder:<key>`` with ``packages``."""
     if not packages:
         return base.image_id
     key = hashlib.sha256("\0".join((RECIPE, base.image_id, python, *packages)).encode()).hexdigest()
     tag = f"{BUILDER_REPOSITORY}:{key[:24]}"
-    import docker.errors
-
-    try:
-        return engine.images.get(tag).id
-    except docker.errors.ImageNotFound:
-        pass
+    found = engine.image(tag)
+    if found is not None:
+        return found.id
     say(f"Builder image {tag}: {base.reference} + {', '.join(packages)} from the distribution's mirror…")
     text = builder_dockerfile(base.reference, python, packages, key)
-    log = []
-    try:
-        for event in engine.api.build(fileobj=io.BytesIO(text.encode()), rm=True, forcerm=True, pull=False, decode=True, tag=tag):
-            if "error" in event or "errorDetail" in event:
-                message = (event.get("error") or event["errorDetail"].get("message", "")).strip()
-                raise BuildError(
-                    f"the builder image for {base.reference} could not be made: {message[:300]}\n  " + "\n  ".join(log[-8:]),
-                    hint="It installs compilers with apt-get from the base image's distribution mirror: the base must be "
-                    "Debian or Ubuntu and its mirror reachable from a build.",
-                    value=base.reference,
-                )
-            log += [line for line in event.get("stream", "").splitlines() if line.strip()]
-    except docker.errors.APIError as error:
-        raise BuildError(f"the engine refused to build {tag}: {error.explanation or error}.", hint="Check the engine's log.") from None
-    return engine.images.get(tag).id
+    with tempfile.TemporaryDirectory(prefix="bundler-builder-") as work:
+        context = write_dockerfile_context(text, Path(work) / "builder.tar")
+        try:
+            return run_engine_build(engine, context, lambda line: None, network_mode=None, tag=tag)
+        except EngineBuildError as error:
+            raise BuildError(
+                f"the builder image for {base.reference} could not be made: {error.value}\n  " + "\n  ".join(error.log[-8:]),
+                hint="It installs compilers with apt-get from the base image's distribution mirror: the base must be "
+                "Debian or Ubuntu and its mirror reachable from a build.",
+                value=base.reference,
+            ) from None
 
 
-def build_in_container(engine, image: str, python: str, sdist: Path, name: str, version: str, say) -> tuple[Path, str]:
+def build_in_container(engine: Engine, image: str, python: str, sdist: Path, name: str, version: str, say: Say) -> tuple[Path, str]:
     """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log)."""
     out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
     env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
     env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"})
-    volumes[str(sdist.parent)] = {"bind": "/in", "mode": "ro"}
-    volumes[str(out)] = {"bind": "/out", "mode": "rw"}
+    mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()]
+    mounts += [Mount(str(sdist.parent), "/in"), Mount(str(out), "/out", read_only=False)]
     script = (
         f"set -e; PY=$(command -v {python}); cd /tmp; "
         f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out "/in/{sdist.name}"'
     )
     say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
-    container = engine.containers.run(
+    spec = RunSpec(
         image,
         [script],
         entrypoint=["/bin/sh", "-c"],
         environment=env,
-        volumes=volumes,
+        mounts=mounts,
         user=f"{os.getuid()}:{os.getgid()}",
         working_dir="/tmp",
         network_mode="bridge",
-        detach=True,
     )
     try:
-        from requests.exceptions import ConnectionError as Disconnected
-        from requests.exceptions import ReadTimeout
-
-        try:
-            code = int(container.wait(timeout=BUILD_TIMEOUT_S).get("StatusCode", 1))
-        except (ReadTimeout, Disconnected):  # the build ran past its time
-            code = -1
-        log = container.logs().decode("utf-8", "replace")
-    finally:
-        container.remove(force=True)
+        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)  # exit -1: the build ran past its time
+    except EngineFailure as error:
+        raise BuildError(
+            f"the builder container for {name}=={version} could not run: {error.explanation[:300]}.",
+            hint="Check the engine's log and its free disk space, then build again.",
+            value=name,
+        ) from None
+    code, log = ran.exit_code, ran.output
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
         raise build_failure(name, version, sdist, code, log)

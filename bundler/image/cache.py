@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bundler.engine import Engine, EngineFailure, Image
+from bundler.image import layout
 from bundler.image.builder import BUILDER_LABEL, BUILDER_REPOSITORY
 from bundler.image.deps import DEPS_REPOSITORY
 from bundler.image.labels import DEPS_LABEL, LABEL_PREFIX
@@ -44,7 +47,7 @@ class CachedImage:
     kind: str  # dependency | builder | leftover
     tags: list[str]
     bytes: int  # what removing it frees (not shared with another image)
-    created: float
+    created: float  # 0.0 when the engine dated it by its inputs (Podman's builds: layout.FILE_TIME), not by the clock
     in_use: str = ""  # why it must stay ("" when it may go)
 
     def as_dict(self) -> dict:
@@ -92,18 +95,18 @@ def _file(path: Path) -> CachedFile:
     return CachedFile(path, stat.st_size, max(stat.st_atime, stat.st_mtime))
 
 
-def bundler_images(engine) -> list[CachedImage]:
+def bundler_images(engine: Engine) -> list[CachedImage]:
     """bundler's dependency and builder images, with what removing each frees and whether it must stay."""
-    parents = {image.id: image.attrs.get("Parent") or "" for image in engine.images.list(all=True)}
-    images = engine.images.list()  # tagged images and untagged leaves; a build's step images hide behind them
+    parents = {image.id: image.parent for image in engine.images(all=True)}
+    images = engine.images()  # tagged images and untagged leaves; a build's step images hide behind them
     standing_on: dict[str, str] = {}
     for image in images:
         ancestor = parents.get(image.id, "")
         while ancestor:
-            standing_on.setdefault(ancestor, (image.tags or [image.short_id])[0])
+            standing_on.setdefault(ancestor, (image.tags or (image.short_id,))[0])
             ancestor = parents.get(ancestor, "")
-    used_by_containers = {container.image.id for container in engine.containers.list(all=True) if container.image}
-    unique = {entry["Id"]: entry.get("Size", 0) - max(entry.get("SharedSize", 0), 0) for entry in engine.api.df().get("Images") or []}
+    used_by_containers = engine.container_images()
+    unique = engine.unique_sizes()
     found = []
     for image in images:
         kind = _kind(image)
@@ -114,15 +117,14 @@ def bundler_images(engine) -> list[CachedImage]:
             reason = "a container uses it"
         elif image.id in standing_on:
             reason = f"{standing_on[image.id]} is built on it"
-        created = image.attrs.get("Created", "")
-        found.append(CachedImage(image.id, kind, list(image.tags), int(unique.get(image.id, 0)), _epoch(created), reason))
+        found.append(CachedImage(image.id, kind, list(image.tags), int(unique.get(image.id, 0)), _epoch(image.created), reason))
     return found
 
 
-def _kind(image) -> str | None:
+def _kind(image: Image) -> str | None:
     """dependency | builder | leftover (an untagged image of an earlier bundler build) | None (not bundler's)."""
-    labels = image.labels or {}
-    tags = image.tags or []
+    labels = image.labels
+    tags = image.tags
     if not tags:
         return "leftover" if DEPS_LABEL in labels or BUILDER_LABEL in labels else None
     if BUILDER_LABEL in labels and all(tag.startswith(BUILDER_REPOSITORY + ":") for tag in tags):
@@ -136,15 +138,16 @@ def _epoch(created: str) -> float:
     import datetime
 
     try:
-        return datetime.datetime.fromisoformat(created[:26].rstrip("Z") + "+00:00").timestamp()
+        epoch = datetime.datetime.fromisoformat(created[:26].rstrip("Z") + "+00:00").timestamp()
     except ValueError:
         return 0.0
+    return 0.0 if epoch == layout.FILE_TIME else epoch
 
 
-def listing(engine) -> Listing:
+def listing(engine: Engine | None, *, why_none: str = "no Docker engine answers") -> Listing:
     result = Listing(cache_dir(), cached_files())
     if engine is None:
-        result.engine_note = "no Docker engine answers: images not listed"
+        result.engine_note = f"{why_none}: images not listed"
     else:
         result.images = bundler_images(engine)
     return result
@@ -170,7 +173,16 @@ class PruneResult:
         }
 
 
-def prune(engine, *, images: bool, wheels: bool, older_than_days: float, dry_run: bool, select=lambda image: True) -> PruneResult:
+def prune(
+    engine: Engine | None,
+    *,
+    images: bool,
+    wheels: bool,
+    older_than_days: float,
+    dry_run: bool,
+    select: Callable[[CachedImage], bool] = lambda image: True,
+    why_none: str = "no Docker engine answers",
+) -> PruneResult:
     """Remove bundler's unused images and cache files not used for ``older_than_days``
     (``select`` narrows the images looked at, e.g. to one test's own)."""
     result = PruneResult(dry_run)
@@ -185,25 +197,25 @@ def prune(engine, *, images: bool, wheels: bool, older_than_days: float, dry_run
             result.files.append(str(item.path))
             result.file_bytes += item.bytes
     if images and engine is None:
-        result.notes.append("no Docker engine answers: no image was looked at")
-    elif images:
+        result.notes.append(f"{why_none}: no image was looked at")
+    elif images and engine is not None:
         _prune_images(engine, [image for image in bundler_images(engine) if select(image)], cutoff, dry_run, result)
     return result
 
 
-def _prune_images(engine, candidates: list[CachedImage], cutoff: float, dry_run: bool, result: PruneResult) -> None:
-    import docker.errors
-
+def _prune_images(engine: Engine, candidates: list[CachedImage], cutoff: float, dry_run: bool, result: PruneResult) -> None:
     for image in candidates:
-        if image.in_use or image.created > cutoff:
-            result.kept.append({"id": image.id, "tags": image.tags, "why": image.in_use or "newer than --older-than"})
+        undated = not image.created and cutoff < time.time()  # its age is unknown: only --older-than 0 takes it
+        if image.in_use or image.created > cutoff or undated:
+            why = image.in_use or ("its engine dated it by its inputs, not the clock" if undated else "newer than --older-than")
+            result.kept.append({"id": image.id, "tags": image.tags, "why": why})
             continue
         if not dry_run:
             try:
                 for reference in image.tags or [image.id]:  # the last tag removed takes the image (and its untagged steps)
-                    engine.api.remove_image(reference)
-            except docker.errors.APIError as error:
-                result.kept.append({"id": image.id, "tags": image.tags, "why": (error.explanation or str(error))[:200]})
+                    engine.remove_image(reference)
+            except EngineFailure as error:
+                result.kept.append({"id": image.id, "tags": image.tags, "why": error.explanation[:200]})
                 continue
         result.images.append({"id": image.id, "tags": image.tags, "kind": image.kind, "bytes": image.bytes})
         result.image_bytes += image.bytes

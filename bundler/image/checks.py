@@ -2,8 +2,10 @@
 
 **Dependency checks** run once, in a container of a new dependency image (no network,
 no GPU needed): a list of ``Check``s, each a command whose last JSON line is its
-finding. Their verdict is recorded on the dependency image as a label and not run again
-while that image is reused. Today's list: torch's build against the Target, and the
+finding — the programs of ``bundler/inimage/`` run with ``python -m``, put into the
+container before it starts (the image never holds them), and bdiag's import check.
+Their verdict is recorded on the dependency image as a label and not run again while
+that image is reused. Today's list: torch's build against the Target, and the
 shared libraries (every ``.so`` under torch/lib and nvidia/*/lib resolves with ``ldd``;
 for a real CUDA build libcudart, libcublas and libcudnn load through ctypes without a
 driver), and every direct dependency's import (importcheck.py). More checks append to the
@@ -20,33 +22,24 @@ from __future__ import annotations
 import io
 import json
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from bundler.engine import Engine, EngineFailure, RunSpec
 from bundler.errors import BuildError
 from bundler.image import importcheck, layout
 from bundler.image.labels import PINS_LABEL
-from bundler.lock.installcheck import torch_build_check
+from bundler.resources import diagnostics_folder
+from bundler.target.bundle import Bundle, Target
 
 CHECK_TIMEOUT_S = 900
-# Provided by the GPU driver on the rented machine, never by a wheel: ldd may not find them here.
-DRIVER_LIBRARIES = ("libcuda.so", "libnvidia-", "libnvcuvid.so")
-# A multi-node fabric's own stack (RDMA verbs, MPI, PMIx, OpenSHMEM, libfabric, UCX): only the
-# transport plugins of cuFile and NVSHMEM link them, and are loaded only where that fabric is
-# set up. A library missing only these is reported under "fabric_only", not failed.
-FABRIC_LIBRARIES = (
-    "libibverbs.so",
-    "librdmacm.so",
-    "libmlx5.so",
-    "libmpi.so",
-    "libpmix.so",
-    "liboshmem.so",
-    "libfabric.so",
-    "libucs.so",
-    "libucp.so",
-)
-CUDA_LOADS = ("libcudart", "libcublas", "libcudnn")
 CLOCK_KEYS = ("seconds", "slowest")  # timings in a finding, left out of the recorded verdict
+TORCH_BUILD = "torch build"
+LIBRARIES = "shared libraries"
+PROGRAMS = "/tmp/bundler-checks"  # where the programs of bundler/inimage/ (and bdiag's import check) are put in the container
+INIMAGE = Path(__file__).resolve().parents[1] / "inimage"
+CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
 
 
 @dataclass(frozen=True)
@@ -61,51 +54,45 @@ class Check:
         return {"name": self.name, "argv": list(self.argv)}
 
 
-def libraries_check(backend: str) -> str:
-    """Python run in the image: ldd every shared library of torch and the nvidia wheels (a library
-    missing only a fabric's stack is listed apart); for a real CUDA build (torch/lib/libtorch_cuda.so
-    present) load libcudart, libcublas and libcudnn."""
-    loads = list(CUDA_LOADS) if backend == "cuda" else []
-    return (
-        "import ctypes, glob, json, os, subprocess, sys, sysconfig\n"
-        "site = sysconfig.get_paths()['purelib']\n"
-        f"driver = {list(DRIVER_LIBRARIES)!r}\n"
-        f"fabric = {list(FABRIC_LIBRARIES)!r}\n"
-        "folders = [os.path.join(site, 'torch', 'lib')] + sorted(glob.glob(os.path.join(site, 'nvidia', '*', 'lib')))\n"
-        "libraries = sorted(p for f in folders for p in glob.glob(os.path.join(f, '*.so*')) if os.path.isfile(p))\n"
-        "missing, fabric_only = {}, {}\n"
-        "for path in libraries:\n"
-        "    out = subprocess.run(['ldd', path], capture_output=True, text=True).stdout\n"
-        "    lost = [l.split()[0] for l in out.splitlines() if 'not found' in l and not any(d in l for d in driver)]\n"
-        "    if lost:\n"
-        "        name = os.path.relpath(path, site)\n"
-        "        (fabric_only if all(any(f in l for f in fabric) for l in lost) else missing)[name] = lost\n"
-        "real = os.path.exists(os.path.join(site, 'torch', 'lib', 'libtorch_cuda.so'))\n"
-        f"asked = {loads!r}\n"
-        "wanted = asked if real else []\n"
-        "loaded, failed = [], {}\n"
-        "for stem in wanted:\n"
-        "    found = sorted(p for p in libraries if os.path.basename(p).startswith(stem + '.so'))\n"
-        "    try:\n"
-        "        ctypes.CDLL(found[0])\n"
-        "        loaded.append(os.path.basename(found[0]))\n"
-        "    except (IndexError, OSError) as error:\n"
-        "        failed[stem] = str(error) if found else 'not installed'\n"
-        "finding = {'libraries': len(libraries), 'unresolved': missing, 'fabric_only': fabric_only, 'loaded': loaded,\n"
-        "           'load_failures': failed}\n"
-        "if asked and not real:\n"
-        "    finding['note'] = 'torch/lib holds no libtorch_cuda.so (a stand-in torch): nothing to load'\n"
-        "print(json.dumps(finding, sort_keys=True))\n"
-        "sys.exit(1 if missing or failed else 0)\n"
-    )
+@dataclass(frozen=True)
+class Verdict:
+    """The checks' results as a dependency image's label records them, looked up by check."""
+
+    results: tuple[dict, ...]
+
+    @classmethod
+    def of(cls, verdict: Mapping) -> Verdict:
+        return cls(tuple(result for result in verdict.get("checks") or [] if isinstance(result, dict)))
+
+    def finding(self, name: str) -> dict:
+        return next((dict(result.get("finding") or {}) for result in self.results if result.get("name") == name), {})
+
+    @property
+    def torch(self) -> dict:
+        """torch's version, CUDA and HIP as the image's torch reports them."""
+        return dict(self.finding(TORCH_BUILD).get("torch") or {})
+
+    @property
+    def imports(self) -> dict | None:
+        return self.finding(importcheck.NAME) or None
 
 
-def dependency_checks(bundle) -> list[Check]:
+def torch_build_args(target: Target) -> tuple[str, ...]:
+    """The arguments of ``bundler/inimage/torchbuild.py`` for the Target."""
+    return ("--torch", target.torch, "--backend", target.backend, "--accelerator", target.accelerator or "")
+
+
+def inimage_module(name: str, python: str, *args: str) -> tuple[str, ...]:
+    """The argv that runs ``bundler/inimage/<name>.py`` in a check container."""
+    return (python, "-m", f"bundler.inimage.{name}", *args)
+
+
+def dependency_checks(bundle: Bundle) -> list[Check]:
     """The checks of a new dependency image, in order (what the Target needs of the installed packages)."""
     target, python = bundle.target, layout.PYTHON
     checks = [
-        Check("torch build", (python, "-c", torch_build_check(target))),
-        Check("shared libraries", (python, "-c", libraries_check(target.backend))),
+        Check(TORCH_BUILD, inimage_module("torchbuild", python, *torch_build_args(target))),
+        Check(LIBRARIES, inimage_module("libraries", python, "--backend", target.backend)),
     ]
     imports = importcheck.import_argv(bundle, python)
     if imports:
@@ -113,46 +100,49 @@ def dependency_checks(bundle) -> list[Check]:
     return checks
 
 
-RUNNER = (  # the checks run side by side (a CUDA image's ldd pass and torch's import each take seconds)
-    "import json, subprocess, sys\n"
-    "checks = json.loads(sys.argv[1])\n"
-    "running = [subprocess.Popen(c['argv'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in checks]\n"
-    "results = []\n"
-    "for check, process in zip(checks, running):\n"
-    "    out, err = process.communicate()\n"
-    "    lines = [l for l in out.splitlines() if l.startswith('{')]\n"
-    "    try:\n"
-    "        finding = json.loads(lines[-1]) if lines else {}\n"
-    "    except ValueError:\n"
-    "        finding = {}\n"
-    "    result = {'name': check['name'], 'ok': process.returncode == 0, 'finding': finding}\n"
-    "    if process.returncode:\n"
-    "        result['output'] = (out + err).strip()[-1500:]\n"
-    "    results.append(result)\n"
-    "print(json.dumps(results, sort_keys=True))\n"
-    "sys.exit(0 if all(r['ok'] for r in results) else 1)\n"
-)
+def programs_archive(project: Path | None = None) -> bytes:
+    """A tar of the programs the checks run: bundler/inimage/ (a namespace ``bundler`` above it) and bdiag's import check."""
+    buffer = io.BytesIO()
+    bdiag = diagnostics_folder(project) / "bdiag" if project is not None else None
+    top = PROGRAMS.rsplit("/", 1)[1]
+    files = [(f"{top}/bundler/inimage/{path.name}", path) for path in sorted(INIMAGE.glob("*.py"))]
+    files += [(f"{top}/bundler/contracts/{name}", CONTRACTS / name) for name in ("__init__.py", "buildtag.py")]  # torchbuild's rule
+    if bdiag is not None and (bdiag / "imports.py").is_file():
+        files += [(f"{top}/bdiag/__init__.py", bdiag / "__init__.py"), (f"{top}/bdiag/imports.py", bdiag / "imports.py")]
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for folder in sorted({name.rsplit("/", 1)[0] for name, _ in files} | {top, f"{top}/bundler"}):  # bundler: a namespace
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, layout.FILE_TIME
+            tar.addfile(info)
+        for name, path in files:
+            data = path.read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, layout.FILE_TIME
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
 
 
-def run_dependency_checks(engine, image_id: str, checks: list[Check], python: str = layout.PYTHON) -> list[dict]:
+def run_dependency_checks(
+    engine: Engine, image_id: str, checks: list[Check], python: str = layout.PYTHON, *, project: Path | None = None
+) -> list[dict]:
     """Run ``checks`` in one container of ``image_id`` (no network); BuildError naming the first that failed."""
-    import docker.errors
-
-    argv = ["-c", RUNNER, json.dumps([check.as_dict() for check in checks])]
+    spec = RunSpec(
+        image_id,
+        ["-m", "bundler.inimage.runner", json.dumps([check.as_dict() for check in checks])],
+        entrypoint=[python],
+        environment={"PYTHONPATH": PROGRAMS, "PYTHONDONTWRITEBYTECODE": "1"},
+        inputs={PROGRAMS.rsplit("/", 1)[0]: programs_archive(project)},
+    )
     try:
-        container = engine.containers.create(image_id, argv, entrypoint=[python], network_mode="none")
-        try:
-            container.start()
-            code = int(container.wait(timeout=CHECK_TIMEOUT_S).get("StatusCode", 1))
-            output = container.logs(stderr=True).decode("utf-8", errors="replace")
-        finally:
-            container.remove(force=True)
-    except docker.errors.APIError as error:
+        ran = engine.run(spec, timeout=CHECK_TIMEOUT_S)
+    except EngineFailure as error:
         raise BuildError(
-            f"the engine could not run the dependency checks in {image_id[:19]}: {(error.explanation or str(error))[:400]}.",
-            hint="Check the engine's log (`journalctl -u docker`) and its free disk space, then build again.",
+            f"the engine could not run the dependency checks in {image_id[:19]}: {error.explanation[:400]}.",
+            hint="Check the engine's log (`journalctl -u docker`, or the `podman system service` output) and its free disk space, "
+            "then build again.",
             value=image_id,
         ) from None
+    code, output = ran.exit_code, ran.output
     lines = [line for line in output.splitlines() if line.startswith("[")]
     try:
         results = json.loads(lines[-1]) if lines else []
@@ -183,17 +173,6 @@ def check_notes(checks: list[Check], results: list[dict]) -> list[str]:
 
 
 # ----- project checks: no container is started ---------------------------------------------
-def _read_tree(container, path: str) -> dict[str, tuple[int, bytes]]:
-    """{relative name: (mode, bytes)} of the regular files at ``path`` in a created container."""
-    stream, _ = container.get_archive(path)
-    files = {}
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        for member in tar:
-            if member.isreg():
-                files[member.name.split("/", 1)[1] if "/" in member.name else member.name] = (member.mode, tar.extractfile(member).read())
-    return files
-
-
 def parse_error(name: str, data: bytes) -> str:
     """Why a config file does not parse ("" when it does, or when bundler has no parser for its kind)."""
     from bundler.tomlcompat import tomllib
@@ -221,28 +200,26 @@ def _yaml_error(text: str) -> str:
     return ""
 
 
-def project_checks(engine, image_id: str, pins_sha256: str) -> dict:
+def project_checks(engine: Engine, image_id: str, pins_sha256: str) -> dict:
     """The cheap checks of the project layers; BuildError naming what is wrong."""
-    image = engine.images.get(image_id)
-    config = image.attrs.get("Config") or {}
+    image = engine.image(image_id)
+    if image is None:
+        raise BuildError(f"the new image {image_id[:19]} is gone from the engine.", hint="Build again.", value=image_id)
     problems = []
-    if config.get("User") != f"{layout.UID}:{layout.UID}":
-        problems.append(f"the image runs as {config.get('User')!r}, not {layout.UID}:{layout.UID}")
-    if config.get("Entrypoint") != [layout.ENTRYPOINT]:
-        problems.append(f"the entry point is {config.get('Entrypoint')!r}, not {layout.ENTRYPOINT}")
-    made_from = (image.labels or {}).get(PINS_LABEL)
+    if image.user != f"{layout.UID}:{layout.UID}":
+        problems.append(f"the image runs as {image.user!r}, not {layout.UID}:{layout.UID}")
+    if image.entrypoint != (layout.ENTRYPOINT,):
+        problems.append(f"the entry point is {list(image.entrypoint) if image.entrypoint else None!r}, not {layout.ENTRYPOINT}")
+    made_from = image.labels.get(PINS_LABEL)
     if made_from != pins_sha256:
         problems.append(f"the dependency image was made from pins {made_from!r}, the lock's are {pins_sha256}")
-    container = engine.containers.create(image_id, ["true"], network_mode="none")
-    try:
-        entry = _read_tree(container, layout.ENTRYPOINT)
-        run_py = _read_tree(container, f"{layout.DIAGNOSTICS}/run.py")
-        config_files = _read_tree(container, f"{layout.PROJECT}/config")
-    finally:
-        container.remove(force=True)
+    run_py = f"{layout.DIAGNOSTICS}/run.py"
+    trees = engine.read_files(image_id, [layout.ENTRYPOINT, run_py, f"{layout.PROJECT}/config"])
+    entry, config_files = trees[layout.ENTRYPOINT], trees[f"{layout.PROJECT}/config"]
+    run_py_found = trees[run_py]
     if not any(mode & 0o111 for mode, _ in entry.values()):
         problems.append(f"{layout.ENTRYPOINT} is not executable")
-    if not run_py:
+    if not run_py_found:
         problems.append(f"{layout.DIAGNOSTICS}/run.py is missing")
     for name, (_, data) in sorted(config_files.items()):
         error = parse_error(name, data)

@@ -63,10 +63,10 @@ def clean_patterns(lines: list[str]) -> list[str]:
 
 def is_ignored(patterns: list[str], relative: str) -> bool:
     """Docker's rule for one path: the last matching pattern wins, a folder's match covers its files."""
-    from docker.utils.build import PatternMatcher
+    from bundler.engine.dockerignore import matcher
 
-    matcher = PatternMatcher(list(patterns))
-    return any(matcher.matches(prefix) for prefix in _prefixes(relative))
+    matches = matcher(patterns)
+    return any(matches(prefix) for prefix in _prefixes(relative))
 
 
 def _prefixes(relative: str) -> list[str]:
@@ -88,10 +88,10 @@ class ProjectFiles:
 
 def collect(root: Path) -> ProjectFiles:
     """Every file of the project is included, ignored (Docker's own matching), or withheld as a secret."""
-    from docker.utils.build import exclude_paths
+    from bundler.engine.dockerignore import kept_paths
 
     root = Path(root)
-    kept = exclude_paths(str(root), ignore_patterns(root), dockerfile=DOCKERIGNORE)
+    kept = kept_paths(str(root), ignore_patterns(root), ignore_file=DOCKERIGNORE)
     result = ProjectFiles(root)
     for folder, dirs, files in os.walk(root):
         dirs.sort()

@@ -25,11 +25,12 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler import __version__
-from bundler.engine import loopback_blocker
+from bundler.engine import BaseImage, Engine
 from bundler.errors import BuildError, UsageError
 from bundler.image import cleanup, wheelhouse
 from bundler.image.checks import Check, check_notes, dependency_checks, run_dependency_checks
@@ -39,6 +40,9 @@ from bundler.image.labels import DEPS_LABEL, PINS_LABEL, VERDICT_LABEL
 from bundler.image.serve import WheelhouseServer
 from bundler.image.steps import EngineBuildError, Progress, remove_image, run_engine_build
 from bundler.lock.lockfile import Lock
+from bundler.target.bundle import Bundle
+
+Say = Callable[[str], None]
 
 DEPS_REPOSITORY = "bundler/deps"
 ROUTE_VARIABLE = "BUNDLER_WHEELHOUSE_ROUTE"
@@ -97,51 +101,57 @@ def asked_route() -> str:
     return asked
 
 
-def choose_route(engine) -> tuple[str, str]:
+def choose_route(engine: Engine) -> tuple[str, str]:
     """(route, why): BUNDLER_WHEELHOUSE_ROUTE when set, else loopback unless the engine is elsewhere."""
     asked = asked_route()
     if asked:
         return asked, f"{ROUTE_VARIABLE}={asked}"
-    blocker = loopback_blocker(engine)
+    blocker = engine.loopback_blocker()
     return ("context", blocker) if blocker else ("loopback", "the engine runs on this host")
 
 
-def reusable(engine, reference: str) -> dict | None:
-    """The verdict of an existing, checked dependency image ``reference``; None when it must be made."""
-    import docker.errors
-
-    try:
-        labels = engine.images.get(reference).labels or {}
-    except docker.errors.ImageNotFound:
+def reusable(engine: Engine, reference: str) -> tuple[str, dict] | None:
+    """(image ID, verdict) of an existing, checked dependency image ``reference``; None when it must be made."""
+    image = engine.image(reference)
+    if image is None:
         return None
     try:
-        verdict = json.loads(labels.get(VERDICT_LABEL, ""))
+        verdict = json.loads(image.labels.get(VERDICT_LABEL, ""))
     except ValueError:
         return None
-    return verdict if verdict.get("ok") else None
+    return (image.id, verdict) if isinstance(verdict, dict) and verdict.get("ok") else None
 
 
 def dependency_image(
-    engine, bundle, lock: Lock, dockerfiles: Dockerfiles, base_image, work: Path, *, no_cache=False, reference=None, say=lambda text: None
+    engine: Engine,
+    bundle: Bundle,
+    lock: Lock,
+    dockerfiles: Dockerfiles,
+    base_image: BaseImage,
+    work: Path,
+    *,
+    no_cache: bool = False,
+    reference: str | None = None,
+    say: Say = lambda text: None,
 ) -> DepsImage:
     """The checked dependency image for ``lock`` on ``base_image``: reused, or made now."""
     started = time.monotonic()
     checks = dependency_checks(bundle)
     key = deps_key(dockerfiles, base_image.image_id, lock, checks)
     reference = reference or f"{DEPS_REPOSITORY}:{key[:24]}"
-    verdict = None if no_cache else reusable(engine, reference)
-    if verdict is not None:
+    found = None if no_cache else reusable(engine, reference)
+    if found is not None:
         say(f"Dependency image {reference} is up to date and checked (same base image, pins and checks): nothing is sent or run.")
-        return DepsImage(reference, engine.images.get(reference).id, key, True, verdict)
+        return DepsImage(reference, found[0], key, True, found[1])
     made = _install(engine, bundle, lock, dockerfiles, DepsImage(reference, "", key, False, {}), work, no_cache, say)
     unchecked = made.image_id
     try:
-        _check_and_label(engine, made, lock, checks, work, say)
+        _check_and_label(engine, made, lock, checks, work, bundle.root, say)
     except BaseException:
         remove_image(engine, unchecked)  # an image that failed its checks is never kept (it may be GBs)
         raise
     repository, version = reference.rsplit(":", 1)
-    engine.api.tag(made.image_id, repository, version, force=True)
+    engine.tag(made.image_id, repository, version)
     made.seconds = time.monotonic() - started
     return made
 
@@ -165,10 +175,10 @@ def _install(engine, bundle, lock: Lock, dockerfiles: Dockerfiles, made: DepsIma
     return made
 
 
-def _check_and_label(engine, made: DepsImage, lock: Lock, checks: list[Check], work: Path, say) -> None:
+def _check_and_label(engine: Engine, made: DepsImage, lock: Lock, checks: list[Check], work: Path, project: Path, say: Say) -> None:
     """Run the checks in the new image, then record their verdict, the key and the pins as labels (no layer)."""
     say(f"Checking the new dependency image: {', '.join(check.name for check in checks)}…")
-    results = run_dependency_checks(engine, made.image_id, checks)
+    results = run_dependency_checks(engine, made.image_id, checks, project=project)
     for note in check_notes(checks, results):
         say(f"note: {note}")
     made.verdict = {"ok": True, "install": INSTALL_NOTE, "checks": results, "pins_sha256": pins_sha256(lock), "bundler": __version__}

@@ -17,10 +17,12 @@ import errno
 import hashlib
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.contracts.reference import ReferenceError, parse_reference
+from bundler.engine import Engine, EngineFailure
 from bundler.errors import BuildError, UsageError
 from bundler.fsutil import atomic_write_text
 
@@ -48,11 +50,10 @@ class ExportResult:
         }
 
 
-def export(engine, image: str, dest: Path, *, names: list[str] | None = None, opener=open, say=lambda text: None) -> ExportResult:
+def export(
+    engine: Engine, image: str, dest: Path, *, names: list[str] | None = None, opener=open, say: Callable[[str], None] = lambda text: None
+) -> ExportResult:
     """`docker save` of ``image`` (with its tags ``names``) into ``dest`` with a sha256 beside it."""
-    from docker.errors import DockerException
-    from requests.exceptions import RequestException
-
     dest = Path(dest).expanduser().absolute()
     if dest.is_dir():
         raise UsageError(
@@ -67,7 +68,7 @@ def export(engine, image: str, dest: Path, *, names: list[str] | None = None, op
     digest, size = hashlib.sha256(), 0
     say(f"Exporting {names[0] if names else image} to {dest}…")
     try:
-        stream = engine.api.get_image(names[0] if names else image, chunk_size=CHUNK)
+        stream = engine.save(names[0] if names else image, CHUNK)
         with opener(partial, "wb") as handle:
             for chunk in stream:
                 handle.write(chunk)
@@ -92,11 +93,11 @@ def export(engine, image: str, dest: Path, *, names: list[str] | None = None, op
             ),
             path=dest,
         ) from None
-    except (DockerException, RequestException) as error:  # the engine stopped the stream
+    except EngineFailure as error:  # the engine stopped the stream
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
         raise BuildError(
-            f"the engine could not save {image}: {str(error)[:300]}.", hint="Check the image exists (`docker images`).", path=dest
+            f"the engine could not save {image}: {error.explanation[:300]}.", hint="Check the image exists (`docker images`).", path=dest
         ) from None
     return ExportResult(dest, digest.hexdigest(), size, sha_path)
 
@@ -138,37 +139,34 @@ def split_reference(reference: str, flag: str = "--push") -> tuple[str, str]:
     return parsed.repository, parsed.tag or "latest"
 
 
-def push(engine, image_id: str, reference: str, *, keep_tag: bool = False, say=lambda text: None) -> PushResult:
+def push(
+    engine: Engine, image_id: str, reference: str, *, keep_tag: bool = False, say: Callable[[str], None] = lambda text: None
+) -> PushResult:
     """Tag ``image_id`` as ``reference`` and push it; BuildError on any error in the stream."""
-    import docker.errors
-    from requests.exceptions import RequestException
-
     repository, tag = split_reference(reference)
     full = f"{repository}:{tag}"
-    engine.api.tag(image_id, repository, tag)
+    engine.tag(image_id, repository, tag)
     say(f"Pushing {full}…")
-    digest, failure, layers, sent = "", None, {}, {}
+    digest, failure = "", ""
+    layers: dict[str, str] = {}
+    sent: dict[str, int] = {}
     try:
-        for event in engine.api.push(repository, tag=tag, stream=True, decode=True):
-            if "error" in event or "errorDetail" in event:
-                failure = event.get("error") or event.get("errorDetail", {}).get("message", "unknown error")
+        for event in engine.push(repository, tag):
+            if event.error:
+                failure = event.error
                 break
-            aux = event.get("aux") or {}
-            digest = aux.get("Digest", digest)
-            if event.get("id") and event.get("status"):
-                layers[event["id"]] = event["status"]
-                current = (event.get("progressDetail") or {}).get("current") or 0
-                sent[event["id"]] = max(sent.get(event["id"], 0), current)
-            if event.get("status") and "id" not in event:
-                say(f"  {event['status']}")
-    except docker.errors.APIError as error:
-        failure = error.explanation or str(error)
-    except (docker.errors.DockerException, RequestException) as error:  # the connection to the engine broke
-        failure = str(error)
-    if failure is not None:
+            digest = event.digest or digest
+            if event.layer and event.status:
+                layers[event.layer] = event.status
+                sent[event.layer] = max(sent.get(event.layer, 0), event.current)
+            if event.status and not event.layer:
+                say(f"  {event.status}")
+    except EngineFailure as error:  # the engine refused, or the connection to it broke
+        failure = error.explanation
+    if failure:
         if not keep_tag:
-            with contextlib.suppress(docker.errors.APIError):
-                engine.api.remove_image(full, noprune=True)
+            with contextlib.suppress(EngineFailure):
+                engine.remove_image(full, prune=False)
         raise BuildError(
             f"pushing {full} failed: {str(failure).strip()[:400]}.",
             hint="Check the registry address and that you may push there (`docker login HOST`); a plain-HTTP registry must be on "

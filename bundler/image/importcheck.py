@@ -1,9 +1,10 @@
 """The import check, one of a new dependency image's checks: every direct dependency imports.
 
 It runs the diagnostics' own ``bdiag/imports.py`` (the same code as the packages stage on
-the rented box; stdlib only, so it runs with ``python -c`` in an image that has no
-diagnostics folder yet), offline: each direct dependency's top-level modules imported in
-fresh interpreters within a time bound. The direct dependencies are the lock's sidecar's
+the rented box; stdlib only) with ``python -m bdiag.imports``, put into the check's
+container beside ``bundler/inimage/`` (the dependency image has no diagnostics folder
+yet), offline: each direct dependency's top-level modules imported in fresh interpreters
+within a time bound. The direct dependencies are the lock's sidecar's
 list. A failure names the module, the error and a hint; the build then removes the image
 and tags nothing.
 """
@@ -15,19 +16,18 @@ import os
 
 from bundler.errors import BuildError
 from bundler.lock.sidecar import read_sidecar
-from bundler.resources import diagnostics_folder
+from bundler.target.bundle import Bundle
 
 NAME = "imports"
 BUDGET_S = float(os.environ.get("BUNDLER_IMPORT_BUDGET", "300"))
 
 
-def import_argv(bundle, python: str) -> tuple[str, ...] | None:
+def import_argv(bundle: Bundle, python: str) -> tuple[str, ...] | None:
     """The check's command, or None when the lock has no sidecar naming the direct dependencies."""
     side = read_sidecar(bundle.lock_path)
     if side is None:
         return None
-    source = (diagnostics_folder(bundle.root) / "bdiag" / "imports.py").read_text(encoding="utf-8")
-    argv = (python, "-c", source, "--direct", json.dumps(sorted(side.direct)), "--budget", str(int(BUDGET_S)))
+    argv = (python, "-m", "bdiag.imports", "--direct", json.dumps(sorted(side.direct)), "--budget", str(int(BUDGET_S)))
     return argv + (("--gpu-target",) if bundle.target.backend in ("cuda", "rocm") else ())
 
 

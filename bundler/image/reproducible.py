@@ -14,7 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import tarfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from bundler.engine import Engine, ImageMissing
 
 CHUNK = 4 << 20
 FIELDS = ("type", "mode", "uid", "gid", "uname", "gname", "mtime", "size", "linkname", "sha256")
@@ -46,7 +49,7 @@ class Comparison:
 class _Stream:
     """A file-like ``read`` over an iterator of byte chunks."""
 
-    def __init__(self, chunks) -> None:
+    def __init__(self, chunks: Iterable[bytes]) -> None:
         self._chunks = iter(chunks)
         self._buffer = bytearray()
 
@@ -92,12 +95,14 @@ def entries(layer) -> list[tuple[str, tuple]]:
     return listed
 
 
-def saved_layers(engine, image_id: str) -> tuple[dict[str, list], dict]:
-    """({diff ID: entries} of every layer, the image's config) from one streamed `docker save`."""
+def saved_layers(engine: Engine, image_id: str) -> tuple[dict[str, list], dict]:
+    """({diff ID: entries} of every layer, the image's config) from one streamed `docker save`.
+
+    Docker names a layer ``<id>/layer.tar``, Podman ``<diff id>.tar``: every tar in the archive is a layer."""
     layers, config = {}, {}
-    outer = tarfile.open(fileobj=_Stream(engine.api.get_image(image_id, chunk_size=CHUNK)), mode="r|")
+    outer = tarfile.open(fileobj=_Stream(engine.save(image_id, CHUNK)), mode="r|")  # type: ignore[call-overload]  # a read() is all r| needs
     for member in outer:
-        if member.name.endswith("layer.tar") and member.isreg():
+        if member.name.endswith(".tar") and member.isreg():
             reader = _Hashing(outer.extractfile(member))
             listed = entries(reader)
             while reader.read(CHUNK):  # the tar's end blocks and padding belong to the diff ID too
@@ -128,15 +133,20 @@ def first_difference(first: list, second: list) -> str:
     return f"/{only[0]} is only in the second build" if only else "the same entries in another order"
 
 
-def compare(engine, first_id: str, second_id: str) -> Comparison:
-    """Layer diff IDs and labels of two images; the first differing file when a layer differs."""
-    first, second = engine.images.get(first_id), engine.images.get(second_id)
-    a_layers, b_layers = first.attrs["RootFS"]["Layers"], second.attrs["RootFS"]["Layers"]
-    a_labels, b_labels = first.labels or {}, second.labels or {}
+def compare(engine: Engine, first_id: str, second_id: str) -> Comparison:
+    """Layer diff IDs and labels of two images; the first differing file when a layer differs.
+
+    The labels an engine's builder adds by itself (Podman's ``io.buildah.version``) are not the
+    build's: they say which builder ran, and are left out of the comparison."""
+    first, second = engine.image(first_id), engine.image(second_id)
+    if first is None or second is None:
+        raise ImageMissing(f"{first_id if first is None else second_id} is not on the engine", engine=engine.label)
+    a_layers, b_layers = list(first.layers), list(second.layers)
+    a_labels, b_labels = dict(first.labels), dict(second.labels)
     labels = {
         key: [a_labels.get(key), b_labels.get(key)]
         for key in sorted(set(a_labels) | set(b_labels))
-        if a_labels.get(key) != b_labels.get(key)
+        if a_labels.get(key) != b_labels.get(key) and key not in engine.added_labels
     }
     result = Comparison(a_layers == b_layers, not labels, labels=labels)
     if result.same_layers:

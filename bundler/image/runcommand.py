@@ -10,27 +10,28 @@ from __future__ import annotations
 
 import shlex
 
-from bundler.engine import ROCM_DEVICES, device_flags
+from bundler.engine import device_flags
+from bundler.engine.host import ROCM_DEVICES
 
 
-def run_flags(backend: str) -> list[str]:
-    """``docker run`` flags for a container of ``backend`` on a host that has its GPUs."""
-    options, _ = device_flags(backend, nvidia_host=True, rocm_devices=ROCM_DEVICES)
+def run_flags(backend: str, engine: str = "docker") -> list[str]:
+    """``docker run`` (or ``podman run``) flags for a container of ``backend`` on a host that has its GPUs."""
+    devices, _ = device_flags(backend, nvidia_host=True, rocm_devices=ROCM_DEVICES)
     flags: list[str] = []
-    if options.get("device_requests"):
-        flags += ["--gpus", "all"]
-    for device in options.get("devices", []):
+    if devices.all_gpus:
+        flags += ["--device", "nvidia.com/gpu=all"] if engine == "podman" else ["--gpus", "all"]  # Podman: the toolkit's CDI name
+    for device in devices.devices:
         flags += ["--device", device.split(":", 1)[0]]
-    for group in options.get("group_add", []):
+    for group in devices.group_add:
         flags += ["--group-add", group]
-    if options.get("ipc_mode"):
-        flags.append(f"--ipc={options['ipc_mode']}")
-    if options.get("shm_size"):
-        flags += ["--shm-size", str(options["shm_size"])]
+    if devices.ipc_mode:
+        flags.append(f"--ipc={devices.ipc_mode}")
+    if devices.shm_size:
+        flags += ["--shm-size", devices.shm_size]
     return flags
 
 
-def run_commands(tag: str, backend: str) -> dict[str, str]:
-    """{"run": …, "diagnose": …}: the project's entry and the diagnostics, ready to paste."""
-    base = ["docker", "run", "--rm", *run_flags(backend), tag]
+def run_commands(tag: str, backend: str, engine: str = "docker") -> dict[str, str]:
+    """{"run": …, "diagnose": …}: the project's entry and the diagnostics, ready to paste (``engine`` names the command)."""
+    base = [engine, "run", "--rm", *run_flags(backend, engine), tag]
     return {"run": shlex.join(base), "diagnose": shlex.join([*base, "diagnose"])}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 
+from bundler.engine import Engine
 from bundler.errors import BuildError
 
 MB = 1_000_000
@@ -63,17 +64,13 @@ def instruction(created_by: str) -> str:
     return text or "(base image)"
 
 
-def history(engine, image_id: str) -> list[Layer]:
-    entries = engine.api.history(image_id)
-    return [
-        Layer(instruction(entry.get("CreatedBy", "")), int(entry.get("Size") or 0), entry.get("Id", "<missing>"))
-        for entry in reversed(entries)
-    ]
+def history(engine: Engine, image_id: str) -> list[Layer]:
+    return [Layer(instruction(entry.created_by), entry.size, entry.image_id) for entry in reversed(engine.history(image_id))]
 
 
-def size_report(engine, image_id: str, budget_mb: int) -> SizeReport:
-    image = engine.images.get(image_id)
-    return SizeReport(int(image.attrs.get("Size") or 0), budget_mb * MB, history(engine, image_id))
+def size_report(engine: Engine, image_id: str, budget_mb: int) -> SizeReport:
+    image = engine.image(image_id)
+    return SizeReport(image.size if image else 0, budget_mb * MB, history(engine, image_id))
 
 
 def enforce(report: SizeReport, strict: bool, where: str) -> str | None:

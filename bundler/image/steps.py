@@ -1,11 +1,14 @@
-"""What the engine does for a build: take a context and build it, tell whether an image
-exists, remove an image that failed its checks; the build output for people."""
+"""A build through the engine as bundler reports it: the context sent, the engine's refusal as
+one paragraph with a hint, an image that failed its checks removed; the build output for people."""
 
 from __future__ import annotations
 
 import re
 
+from bundler.engine import BuildFailed, Engine, EngineFailure
+from bundler.engine.base import Lines
 from bundler.errors import BuildError
+from bundler.image import layout
 from bundler.image.context import SentContext
 
 
@@ -18,76 +21,65 @@ class EngineBuildError(BuildError):
 
 
 def run_engine_build(
-    engine,
+    engine: Engine,
     context: SentContext,
-    progress,
+    progress: Lines,
     *,
     network_mode: str | None = "none",
-    labels: dict | None = None,
-    buildargs: dict | None = None,
+    labels: dict[str, str] | None = None,
+    buildargs: dict[str, str] | None = None,
     no_cache: bool = False,
+    tag: str | None = None,
 ) -> str:
-    """Send the context, stream the engine's output into ``progress``; the new image ID."""
-    import docker.errors
+    """Send the context, stream the engine's output into ``progress``; the new image ID.
 
-    image_id, log = None, []
+    Every build asks for layout.FILE_TIME as the time of the new layers' files: the engines whose
+    builder sets it (Podman) then agree with the Dockerfile steps' own normalization."""
     try:
         with open(context.path, "rb") as handle:
-            stream = engine.api.build(
-                fileobj=handle,
-                custom_context=True,
-                rm=True,
-                forcerm=True,
-                pull=False,
-                decode=True,
-                labels=labels or {},
-                buildargs=buildargs or {},
-                nocache=no_cache,
+            return engine.build(
+                handle,
+                on_line=progress,
                 network_mode=network_mode,
+                labels=labels,
+                buildargs=buildargs,
+                no_cache=no_cache,
+                tag=tag,
+                source_date=layout.FILE_TIME,
             )
-            for event in stream:
-                if "error" in event or "errorDetail" in event:
-                    message = event.get("error") or event["errorDetail"].get("message", "")
-                    raise EngineBuildError(
-                        f"the image build failed: {message.strip()[:600]}\nLast build output:\n  " + "\n  ".join(log[-12:]),
-                        hint="Read the step above; a wheel that does not install for the Target's Python or platform means the lock "
-                        "and the base image disagree (`bundler lock` for this Target, or --base with the Target's Python).",
-                        value=message.strip()[:200],
-                        log=log,
-                    )
-                text = event.get("stream", "")
-                if text:
-                    for line in text.rstrip("\n").splitlines():
-                        if line.strip():
-                            log.append(line.rstrip())
-                            progress.line(line.rstrip())
-                    found = re.search(r"Successfully built ([0-9a-f]{12,64})", text)
-                    if found:
-                        image_id = found.group(1)
-                aux = event.get("aux") or {}
-                if aux.get("ID"):
-                    image_id = aux["ID"]
-    except docker.errors.APIError as error:
-        raise BuildError(
-            f"the engine refused the build: {(error.explanation or str(error))[:500]}.",
-            hint="Check the engine's log (`journalctl -u docker`) and the disk space of its data root.",
-        ) from None
-    if image_id is None:
+    except BuildFailed as error:
         raise EngineBuildError(
-            "the engine finished the build without an image ID.\nLast build output:\n  " + "\n  ".join(log[-12:]),
-            hint="Run the build again; if it repeats, check the engine's log.",
-            log=log,
-        )
-    return engine.images.get(image_id).id
+            f"the image build failed: {error.explanation.strip()[:600]}\nLast build output:\n  " + "\n  ".join(error.log[-12:]),
+            hint="Read the step above; a wheel that does not install for the Target's Python or platform means the lock "
+            "and the base image disagree (`bundler lock` for this Target, or --base with the Target's Python).",
+            value=error.explanation.strip()[:200],
+            log=error.log,
+        ) from None
+    except EngineFailure as error:
+        raise BuildError(
+            f"{engine.label} refused the build: {error.explanation[:500]}.",
+            hint="Check the engine's log (`journalctl -u docker`, or the `podman system service` output) and the disk space of its "
+            "data root.",
+        ) from None
 
 
-def remove_image(engine, image_id: str) -> None:
+def remove_image(engine: Engine, image_id: str) -> None:
     """Remove ``image_id`` and the untagged steps that only it used (never a tagged image)."""
-    import docker.errors
-
     try:
-        engine.api.remove_image(image_id, force=True, noprune=False)  # its untagged step images go with it
-    except docker.errors.APIError:
+        engine.remove_image(image_id, force=True)  # its untagged step images go with it
+    except EngineFailure:
+        pass
+
+
+# Docker: "Step 2/5 : COPY …"; Podman (buildah): "[2/2] STEP 2/5: COPY …"
+STEP = re.compile(r"(?:\[\d+/\d+\] )?(?:Step|STEP) (\d+)/(\d+) ?: (.*)")
+
+
+def untag(engine: Engine, reference: str) -> None:
+    """Take the tag ``reference`` off its image, which stays while another tag names it."""
+    try:
+        engine.remove_image(reference, prune=False)
+    except EngineFailure:
         pass
 
 
@@ -120,10 +112,10 @@ class Progress:
     def __exit__(self, *exc):
         self._bar.__exit__(*exc)
 
-    def line(self, text: str) -> None:
-        step = re.match(r"Step (\d+)/(\d+) : (.*)", text)
+    def __call__(self, text: str) -> None:
+        step = STEP.match(text)
         if step:
             self._bar.update(self._task, completed=int(step.group(1)) - 1, total=int(step.group(2)), description=step.group(3)[:60])
             self._bar.console.print(text, markup=False, highlight=False)
-        elif text.startswith((" ---> Using cache", "Successfully")):
+        elif text.lstrip(" -").startswith(("> Using cache", "Using cache", "Successfully")):
             self._bar.console.print(text, markup=False, highlight=False)

@@ -239,7 +239,7 @@ def bundle_lock(bundle) -> Lock:
     """The bundle's lock, its state judged against the project's requirements.in (with its includes) and Target."""
     from bundler.lock.requirements import input_text
 
-    return read_lock(bundle.lock_path, input_text(bundle.root), bundle.target)
+    return read_lock(bundle.lock_path, input_text(bundle.root, bundle.requirements), bundle.target)
 
 
 def fresh_lock(bundle) -> Lock:

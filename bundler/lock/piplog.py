@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
-from bundler.lock.requirements import REQUIREMENTS_IN
 from bundler.lock.spec import LockSpec
 from bundler.lock.uvresolve import uv_summary
 
@@ -64,7 +63,7 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
         causes = _conflict_causes(log)
         summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
         summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
-    requirements = spec.bundle.root / REQUIREMENTS_IN
+    requirements = spec.bundle.root / spec.bundle.requirements
     hint = f"Loosen or fix the pins in {requirements} named above. The previous lock was not touched."
     if kept_pins:
         hint = (

@@ -77,10 +77,11 @@ def include_target(line: SourceLine) -> str | None:
     return match.group(2) if match else None
 
 
-def read_lines(root: Path) -> list[SourceLine]:
-    """requirements.in's lines with every include expanded in place (ProjectFileError on a bad one)."""
+def read_lines(root: Path, name: str = REQUIREMENTS_IN) -> list[SourceLine]:
+    """The lock's input (requirements.in, or the file bundle.toml's [build] requirements names) with
+    every include expanded in place (ProjectFileError on a bad one)."""
     root = Path(root).resolve()
-    first = root / REQUIREMENTS_IN
+    first = root / name
     if not first.is_file():
         raise ProjectFileError(
             f"{first} not found: bundler lock resolves the project's direct dependencies from it.",
@@ -152,7 +153,7 @@ def _read(path: Path) -> str:
         raise ProjectFileError(f"{path} is not UTF-8 text (byte {error.start}).", hint="Save it as UTF-8.", path=path) from None
 
 
-def input_text(root: Path) -> str | None:
+def input_text(root: Path, name: str = REQUIREMENTS_IN) -> str | None:
     """What the lock's input hash covers: requirements.in, then each included file and each
     project wheel it names (their path and content). None without requirements.in.
 
@@ -160,13 +161,13 @@ def input_text(root: Path) -> str | None:
     `bundler lock` names the problem.
     """
     root = Path(root).resolve()
-    first = root / REQUIREMENTS_IN
+    first = root / name
     if not first.is_file():
         return None
     text = first.read_text(encoding="utf-8", errors="replace")
     extra = []
     try:
-        lines = read_lines(root)
+        lines = read_lines(root, name)
     except ProjectFileError as error:
         return text + f"\0unreadable include: {error.message}"
     for path in sorted({line.path for line in lines} - {first}):
@@ -462,12 +463,12 @@ def line_name(line: str) -> str:
     return canonicalize_name(match.group(1)) if match else ""
 
 
-def compile_input(root: Path, companions: dict[str, str], target: Target, build) -> CompiledInput:
+def compile_input(root: Path, companions: dict[str, str], target: Target, build, input_name: str = REQUIREMENTS_IN) -> CompiledInput:
     """requirements.in (with its includes) for the Target, or the first line that cannot be locked."""
     root = Path(root).resolve()
     result, options = CompiledInput(), OptionOutcome()
     companion_lines: dict[str, SourceLine] = {}
-    for line in read_lines(root):
+    for line in read_lines(root, input_name):
         if line.text.startswith("-") and not line.text.startswith(("-e", "--editable")):
             handle_option(root, line, build, options)
             continue
@@ -502,7 +503,7 @@ def compile_input(root: Path, companions: dict[str, str], target: Target, build)
         result.lines.append(_companion(root, line, requirement, name, companions[name], target, result.notes))
     if "torch" not in companion_lines:
         result.lines.insert(0, f"torch=={companions['torch']}")
-        result.notes.append(f"{REQUIREMENTS_IN} does not list torch; torch=={companions['torch']} is added from the Target.")
+        result.notes.append(f"{input_name} does not list torch; torch=={companions['torch']} is added from the Target.")
         _add_direct(result, "torch")
     result.lines = options.lines + result.lines
     result.notes = options.notes + result.notes

@@ -16,8 +16,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.errors import ExternalError, LockError
 from bundler.lock.hashes import hash_body
@@ -36,6 +37,9 @@ from bundler.pipsettings import (
     reachable_url,
 )
 from bundler.target.versions import DOCKER_ARCH
+
+if TYPE_CHECKING:
+    from bundler.engine import Engine
 
 # pip 25.3 is the first whose resolver no longer downloads every chosen wheel once their
 # metadata is known (PEP 658 or fast-deps): 4 GB for a CUDA torch before it.
@@ -88,9 +92,10 @@ def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[st
     return args
 
 
-def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolution:
+def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None = None) -> Resolution:
     """Resolution for the Target, then the hashes from the indexes. When the previous lock's
-    pins (kept as preferences) conflict with a tightened requirement, it runs again without them."""
+    pins (kept as preferences) conflict with a tightened requirement, it runs again without them.
+    ``engine_name`` (--engine) is the engine a resolution in the Target's image runs on."""
     settings = host_pip_settings()
     pairs = index_map()
     indexes = resolution_indexes(spec, settings, pairs)
@@ -100,22 +105,33 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool) -> Resolut
     with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
         # the project's own wheels, as an index of their own: resolved and hashed, never recorded
         urls = [url for _, url in indexes] + project_index(spec.requirements.project_wheels, Path(local))
-        code, log, where, tool, body = _resolve_once(spec, settings, pairs, urls, previous_body if kept_pins else None)
+        attempt = _resolve_once(spec, settings, pairs, urls, previous_body if kept_pins else None, engine_name)
         notes, retried = [], False
-        if code != 0 and kept_pins and _conflict(log):
+        if attempt.code != 0 and kept_pins and _conflict(attempt.log):
             notes.append("the previous lock's pins conflicted with requirements.in, so everything was resolved again (as --upgrade does)")
             kept_pins, retried = False, True
-            code, log, where, tool, body = _resolve_once(spec, settings, pairs, urls, None)
-        if code != 0:
-            error = resolution_error(spec, log, where, indexes, kept_pins)
+            attempt = _resolve_once(spec, settings, pairs, urls, None, engine_name)
+        if attempt.code != 0:
+            error = resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
             if retried and isinstance(error, LockError):
                 error.hint = (
                     "Loosen or fix the pins named above: resolving again without the current lock's pins, as `bundler lock --upgrade` "
                     "does, conflicts all the same. The previous lock was not touched."
                 )
             raise error
-        body = hash_body(body, urls, settings)
-    return Resolution(body, where, time.monotonic() - started, log, tool, notes)
+        body = hash_body(attempt.body, urls, settings)
+    return Resolution(body, attempt.where, time.monotonic() - started, attempt.log, attempt.tool, notes)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One run of a resolver: its exit code and log, where it ran, which resolver, the body it wrote ("" on failure)."""
+
+    code: int
+    log: str
+    where: str
+    tool: str = ""
+    body: str = ""
 
 
 def _conflict(log: str) -> bool:
@@ -123,9 +139,9 @@ def _conflict(log: str) -> bool:
 
 
 def _resolve_once(
-    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], kept: str | None
-) -> tuple[int, str, str, str, str]:
-    """(exit code, log, where, resolver, pip-compile's body) of one resolution."""
+    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], kept: str | None, engine_name: str | None
+) -> Attempt:
+    """One resolution, on this host or in the Target's image."""
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
@@ -135,18 +151,19 @@ def _resolve_once(
             cache = str(cache_dir())
             argv = uv_argv(spec.target, urls, "lock.txt")
             completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache), capture_output=True, text=True)
-            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}"
+            attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}")
         elif spec.host_mismatch:
-            code, log, where = _resolve_in_container(spec, settings, pairs, urls, work_dir)
-            tool = f"pip-tools {_piptools_version()}"
+            ran = _resolve_in_container(spec, settings, pairs, urls, work_dir, engine_name)
+            attempt = Attempt(ran.exit_code, ran.output, f"container {ran.image}", f"pip-tools {_piptools_version()}")
         else:
             cache = str(cache_dir())
             argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(urls, settings, cache), "-o", "lock.txt", REQUIREMENTS_IN]
             env = pip_environment(settings, cache, settings.cert)
             completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
-            code, log, where, tool = completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}"
-        body = (work_dir / "lock.txt").read_text(encoding="utf-8") if code == 0 else ""
-    return code, log, where, tool, body
+            attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}")
+        if attempt.code == 0:
+            attempt = replace(attempt, body=(work_dir / "lock.txt").read_text(encoding="utf-8"))
+    return attempt
 
 
 def _piptools_version() -> str:
@@ -155,13 +172,22 @@ def _piptools_version() -> str:
     return version("pip-tools")
 
 
-def _resolve_in_container(
-    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], work_dir: Path
-) -> tuple[int, str, str]:
-    image = spec.target.base_image or spec.base_images["runtime"]
-    client = _engine(spec, image)
-    from bundler.engine import base_image
+@dataclass(frozen=True)
+class ContainerRun:
+    """pip-compile in the Target's image: its exit code and output, and the image."""
 
+    exit_code: int
+    output: str
+    image: str
+
+
+def _resolve_in_container(
+    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], work_dir: Path, engine_name: str | None
+) -> ContainerRun:
+    from bundler.engine import Mount, RunSpec, base_image
+
+    image = spec.target.base_image or spec.base_images["runtime"]
+    client = _engine(spec, image, engine_name)
     image_id = base_image(client, image).image_id
     _check_architecture(client, image, spec.target.platform)
     cache = cache_dir()
@@ -196,22 +222,18 @@ def _resolve_in_container(
             f"{venv}/bin/python -m piptools compile {shlex.join(args)} -o lock.txt {REQUIREMENTS_IN}",
         ]
     )
-    container = client.containers.run(
+    run = RunSpec(
         image,
         ["/bin/sh", "-c", script],
-        volumes=volumes,
+        mounts=[Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()],
         environment=env,
         working_dir="/work",
         user=f"{os.getuid()}:{os.getgid()}",
-        detach=True,
         network_mode="bridge",
         platform=f"linux/{DOCKER_ARCH[spec.target.platform]}",
     )
-    try:
-        code = container.wait().get("StatusCode", 1)
-        log = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
-    finally:
-        container.remove(force=True)
+    ran = client.run(run)
+    code, log = ran.exit_code, ran.output
     if code in (126, 127) or "exec format error" in log:
         raise LockError(
             f"this engine cannot run the {DOCKER_ARCH[spec.target.platform]} image {image} that resolution for "
@@ -227,12 +249,13 @@ def _resolve_in_container(
             f"python:{spec.target.python}-slim-bookworm).",
             value=image,
         )
-    return code, log, f"container {image}"
+    return ContainerRun(code, log, image)
 
 
-def _check_architecture(client, image: str, platform: str) -> None:
+def _check_architecture(client: Engine, image: str, platform: str) -> None:
     """pip-compile resolves for the machine it runs on: the image must be the Target's architecture."""
-    found = client.images.get(image).attrs.get("Architecture", "")
+    described = client.image(image)
+    found = described.architecture if described else ""
     if found and found != DOCKER_ARCH[platform]:
         raise LockError(
             f"the base image {image} is {found}, but the Target is {platform}: pip-compile in it would resolve for {found}.",
@@ -259,14 +282,14 @@ def _local_link_targets(pairs: list[tuple[str, str]]) -> set[Path]:
     return folders
 
 
-def _engine(spec: LockSpec, image: str):
+def _engine(spec: LockSpec, image: str, engine_name: str | None) -> Engine:
     why = (
         f"{spec.host_mismatch}, and pip-compile resolves for the interpreter and OS it runs on, so resolution must "
         f"run inside the target image {image}"
     )
     from bundler import engine
 
-    return engine.client(600, why=why, alternative=f"Or lock on a Linux host with Python {spec.target.python}.")
+    return engine.connect(engine_name, 600, why=why, alternative=f"Or lock on a Linux host with Python {spec.target.python}.")
 
 
 def _tools_wheelhouse(python: str, cache: Path) -> Path:

@@ -67,6 +67,7 @@ def run_lock(
     resolver="pip-tools",
     upgrade=False,
     dry_run=False,
+    engine: str | None = None,
     say=lambda text: None,
 ) -> LockResult:
     table = load_table()
@@ -102,7 +103,7 @@ def run_lock(
         + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else f" on this host with {spec.resolver}")
         + " …"
     )
-    resolution = resolve(spec, previous, upgrade)
+    resolution = resolve(spec, previous, upgrade, engine)
     where = "on this host" if resolution.where == "host" else f"in a {resolution.where}"
     header = LockHeader(
         target=target_fields(target),

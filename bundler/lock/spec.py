@@ -86,8 +86,8 @@ def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None, 
     table = table or load_table()
     build = table.build_for(target)  # TargetError names the valid choices
     companions = build.companions()
-    requirements = compile_input(bundle.root, companions, target, build)
-    compiled, notes, text = requirements.lines, requirements.notes, input_text(bundle.root)
+    requirements = compile_input(bundle.root, companions, target, build, bundle.requirements)
+    compiled, notes, text = requirements.lines, requirements.notes, input_text(bundle.root, bundle.requirements)
     pins = {name: version for name, version in companions.items() if name == "torch" or any(line_name(line) == name for line in compiled)}
     if not build.release.confirmed:
         notes.append(

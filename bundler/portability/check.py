@@ -48,7 +48,14 @@ class Item:
 
 
 def run_checks(bundle: Bundle) -> list[Item]:
-    return [check(bundle) for check in CHECKS]
+    """Every item; the template pilot's own (its config, inputs, README sections) only where the pilot is."""
+    pilot = has_pilot(bundle)
+    return [check(bundle) for check in CHECKS if pilot or check not in PILOT_CHECKS]
+
+
+def has_pilot(bundle: Bundle) -> bool:
+    """A project made by `bundler new` (or keeping its pilot): config/pilot.json is there. An adopted one has its own layout."""
+    return (bundle.root / PILOT_CONFIG).is_file()
 
 
 # --- the items ---------------------------------------------------------------------------
@@ -90,7 +97,7 @@ def check_lock(bundle: Bundle) -> Item:
         "lock present and fresh",
         FAIL,
         f"{state.status}: {state.detail}",
-        "Run `bundler lock` to (re)write the lock for requirements.in and the Target.",
+        f"Run `bundler lock` to (re)write the lock for {bundle.requirements} and the Target.",
     )
 
 
@@ -312,6 +319,13 @@ def secrets_outside_dockerignore(bundle: Bundle, patterns: list[str] | None = No
 
 def check_entry(bundle: Bundle) -> Item:
     name = "entry command declared"
+    if not bundle.entry.strip():
+        return Item(
+            name,
+            FAIL,
+            "[project] entry is empty",
+            "Set [project] entry in bundle.toml to the command the bundle runs, from the project root.",
+        )
     try:
         words = shlex.split(bundle.entry)
     except ValueError as error:
@@ -321,15 +335,18 @@ def check_entry(bundle: Bundle) -> Item:
     words = [w for w in words if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w)]  # leading VAR=value
     if "-m" in words and words.index("-m") + 1 < len(words):
         module = words[words.index("-m") + 1]
-        base = bundle.root / "src" / Path(*module.split("."))
-        if base.with_suffix(".py").is_file() or (base / "__main__.py").is_file():
-            return Item(name, PASS, f"{bundle.entry} (module {module} under src/)")
+        for base, shown in ((bundle.root / "src", "src/"), (bundle.root, "the project root")):
+            found = base / Path(*module.split("."))
+            if found.with_suffix(".py").is_file() or (found / "__main__.py").is_file():
+                return Item(name, PASS, f"{bundle.entry} (module {module} under {shown})")
         return Item(
             name,
             FAIL,
-            f"entry runs module {module}, but src/{module.replace('.', '/')}.py does not exist",
-            "Point [project] entry in bundle.toml at a module under src/.",
+            f"entry runs module {module}, but neither src/ nor the project root holds {module.replace('.', '/')}.py",
+            "Point [project] entry in bundle.toml at a module of the project (it runs from the project root).",
         )
+    if len(words) > 1 and words[1] == "-c":
+        return Item(name, PASS, f"{bundle.entry} (inline code)")
     scripts = [w for w in words[1:] if w.endswith(".py")]
     if scripts and (bundle.root / scripts[0]).is_file():
         return Item(name, PASS, f"{bundle.entry} (script {scripts[0]})")
@@ -398,6 +415,7 @@ def _load_json(path: Path) -> object | str:
         return error.message
 
 
+PILOT_CHECKS = (check_config, check_pilot_inputs, check_readme)
 CHECKS = (
     check_home_paths,
     check_lock,

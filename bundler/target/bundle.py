@@ -5,8 +5,8 @@ passes silently)::
 
     [project]
     name = "Document Classifier Pilot"
-    package = "doc_pilot"                 # import name under src/
-    entry = "python -m doc_pilot.pilot --config config/pilot.json"
+    package = "doc_pilot"                 # import name under src/ ("" or absent: the project has none)
+    entry = "python -m doc_pilot.pilot --config config/pilot.json"   # run from the project root; "" until set
 
     [target]
     backend = "cuda"                       # cuda | rocm | cpu
@@ -20,6 +20,7 @@ passes silently)::
 
     [build]
     lock = "requirements-rebuild.txt"
+    requirements = "requirements.in"       # the lock's input: an adopted project's own requirements file
     size_budget_mb = 3000
 
     [[extensions]]                         # zero or more
@@ -89,6 +90,7 @@ class Bundle:
     entry: str
     target: Target
     lock: str = "requirements-rebuild.txt"
+    requirements: str = "requirements.in"
     size_budget_mb: int = 3000
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
     inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
@@ -182,7 +184,8 @@ def find_project(project: Path | None) -> Path:
     if not (root / BUNDLE_FILE).is_file():
         raise ProjectFileError(
             f"{root / BUNDLE_FILE} not found: {root} is not a bundler project.",
-            hint="Pass the project folder (the one holding bundle.toml), or create one with `bundler new DEST`.",
+            hint="Pass the project folder (the one holding bundle.toml), adopt this folder with `bundler init`, "
+            "or create one with `bundler new DEST`.",
             path=root / BUNDLE_FILE,
         )
     return root.resolve()
@@ -198,7 +201,7 @@ def load_bundle(project: Path | None = None) -> Bundle:
 _SECTIONS = {
     "project": {"name", "package", "entry"},
     "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index"},
-    "build": {"lock", "size_budget_mb"},
+    "build": {"lock", "requirements", "size_budget_mb"},
     "diagnostics": {"memory_hook", "results_dir", "dataloader_workers"},
 }
 _EXTENSION_KEYS = {"name", "module", "compile", "check"}
@@ -215,9 +218,10 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
             )
         _check_keys(path, section, data.get(section, {}), keys)
     project, target_data, build = data["project"], data["target"], data.get("build", {})
-    for key in ("name", "package", "entry"):
-        _require_str(path, "project", project, key)
-    if not project["package"].isidentifier():
+    _require_str(path, "project", project, "name")
+    for key in ("package", "entry"):  # an adopted project may have no package, and no entry until it is set
+        _require_str(path, "project", project, key, optional=True)
+    if project.get("package") and not project["package"].isidentifier():
         raise ProjectFileError(
             f"{path}: [project] package {project['package']!r} is not a Python identifier.",
             hint="Use the import name of the package under src/, e.g. doc_pilot.",
@@ -241,10 +245,11 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
     return Bundle(
         root=root,
         name=project["name"],
-        package=project["package"],
-        entry=project["entry"],
+        package=project.get("package", ""),
+        entry=project.get("entry", ""),
         target=target,
         lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
+        requirements=_lock_name(root, path, build.get("requirements", "requirements.in"), key="requirements"),
         size_budget_mb=budget,
         extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
         inputs=_inputs(root, path, data.get("inputs", {})),
@@ -291,16 +296,15 @@ def _project_relative(root: Path, value: str) -> bool:
     return (root / value).resolve().is_relative_to(root.resolve())
 
 
-def _lock_name(root: Path, path: Path, value: object) -> str:
-    """[build] lock: a file path inside the project (the lock is written there, through no link out of it)."""
-    from pathlib import PurePosixPath
+_EXAMPLES = {"lock": "requirements-rebuild.txt", "requirements": "requirements.txt"}
 
-    parts = PurePosixPath(value).parts if isinstance(value, str) else ()
-    bad = not parts or value.startswith(("/", "~")) or "\\" in value or "\0" in value or ".." in parts or value.endswith("/")
-    if bad or not (root / value).resolve().is_relative_to(root.resolve()):
+
+def _lock_name(root: Path, path: Path, value: object, key: str = "lock") -> str:
+    """[build] lock or requirements: a file path inside the project (read or written through no link out of it)."""
+    if not isinstance(value, str) or value.endswith("/") or not _project_relative(root, value):
         raise ProjectFileError(
-            f"{path}: [build] lock {value!r} is not a file path inside the project.",
-            hint='Name the lock relative to the project folder, e.g. lock = "requirements-rebuild.txt".',
+            f"{path}: [build] {key} {value!r} is not a file path inside the project.",
+            hint=f'Name it relative to the project folder, e.g. {key} = "{_EXAMPLES[key]}".',
             path=path,
             value=value if isinstance(value, str) else repr(value),
         )

@@ -9,8 +9,9 @@ imports them one by one in a child interpreter, so that a crash or a hang names 
 module and the rest still run. A failure carries the module, the error and a hint.
 
 Used by the packages stage (``--lock``), and by ``bundler build`` as one of a new
-dependency image's checks (``--direct``, the names given; this file run with ``python -c``
-as it is stdlib only): ``PYTHONPATH=<diagnostics> python -m bdiag.imports --lock FILE``
+dependency image's checks (``--direct``, the names given; this file and bdiag/__init__.py,
+stdlib only, are put into the check's container and run with ``python -m bdiag.imports``):
+``PYTHONPATH=<diagnostics> python -m bdiag.imports --lock FILE``
 prints one JSON document (exit 0: every import passed; 1: a failure; 2: bad usage).
 """
 

@@ -1,0 +1,76 @@
+"""The engine seam without an engine: which engine bundler picks, and the programs it ships into
+a check container (run here from the very archive the container gets)."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from bundler.engine import choose
+from bundler.engine.podman import ROOT_SOCKET
+from bundler.errors import UsageError
+from bundler.image.checks import PROGRAMS, Check, programs_archive
+from bundler.inimage import libraries, runner
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "expected"),
+    [
+        (None, {}, ("docker", "unix:///var/run/docker.sock")),
+        (None, {"DOCKER_HOST": "tcp://10.0.0.2:2375"}, ("docker", "tcp://10.0.0.2:2375")),
+        (None, {"DOCKER_HOST": "unix:///run/podman/podman.sock"}, ("podman", "unix:///run/podman/podman.sock")),
+        (None, {"CONTAINER_HOST": "unix:///tmp/p.sock", "DOCKER_HOST": "unix:///var/run/docker.sock"}, ("podman", "unix:///tmp/p.sock")),
+        ("docker", {"CONTAINER_HOST": "unix:///tmp/p.sock"}, ("docker", "unix:///var/run/docker.sock")),
+        ("podman", {"CONTAINER_HOST": "unix:///tmp/p.sock"}, ("podman", "unix:///tmp/p.sock")),
+        ("podman", {}, ("podman", ROOT_SOCKET)),  # the suite runs as root
+    ],
+)
+def test_the_engine_is_the_flag_else_the_environment(monkeypatch, flag, env, expected):
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    monkeypatch.delenv("CONTAINER_HOST", raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    picked = choose(flag)
+    assert (picked.name, picked.address) == expected
+
+
+def test_an_unknown_engine_name_is_bad_usage():
+    with pytest.raises(UsageError, match="--engine 'rkt'"):
+        choose("rkt")
+
+
+def test_ldd_lines_the_driver_provides_or_only_a_fabric_needs_are_told_apart():
+    out = "\tlibcuda.so.1 => not found\n\tlibfoo.so.2 => not found\n\tlibc.so.6 => /lib/libc.so.6\n"
+    assert libraries.unresolved(out) == ["libfoo.so.2"]
+    assert libraries.fabric_only(["libibverbs.so.1", "libmpi.so.40"]) and not libraries.fabric_only(["libibverbs.so.1", "libfoo.so"])
+
+
+def test_the_runner_takes_each_checks_last_json_line():
+    assert runner.finding('noise\n{"a": 1}\n{"b": 2}\n') == {"b": 2}
+    assert runner.finding("{not json\n") == {} and runner.finding("[1]\n") == {}
+
+
+def test_the_shipped_archive_runs_with_python_m_and_no_bundler_on_the_path(tmp_path):
+    """What a check container gets, unpacked here and run by an interpreter without site-packages (-S): no bundler but the archive."""
+    with tarfile.open(fileobj=io.BytesIO(programs_archive(REPO)), mode="r") as tar:
+        names = tar.getnames()
+        tar.extractall(tmp_path, filter="data")
+    top = PROGRAMS.rsplit("/", 1)[1]
+    assert f"{top}/bundler/inimage/runner.py" in names and f"{top}/bdiag/imports.py" in names
+    assert f"{top}/bundler/contracts/buildtag.py" in names  # the torch-build rule torchbuild.py applies
+    assert f"{top}/bundler/__init__.py" not in names  # `bundler` is a namespace there: none of bundler itself travels
+    checks = [
+        Check("passes", (sys.executable, "-c", "print('{\"fine\": 1}')")),
+        Check("fails", (sys.executable, "-c", "import sys; print('{\"broken\": 2}'); sys.exit(3)")),
+    ]
+    argv = [sys.executable, "-S", "-m", "bundler.inimage.runner", json.dumps([check.as_dict() for check in checks])]
+    done = subprocess.run(argv, cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / top)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    results = json.loads(done.stdout.splitlines()[-1])
+    assert [(r["name"], r["ok"], r["finding"]) for r in results] == [("passes", True, {"fine": 1}), ("fails", False, {"broken": 2})]

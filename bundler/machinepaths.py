@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?)"  # a name, or a variable holding one
+_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|\{[A-Za-z_][\w.]*(?:\(\))?\})"  # a name, a variable or an f-string field
 _PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"
 _UNIX_TAIL = rb"(?:/" + _PATH_CHARS + rb"*)*"
-_WIN_SEP = rb"(?:\\\\|\\|/)"
+_WIN_SEP = rb"(?:\\\\|\\|//?)"  # one or two of either: C:\\Users, C://Users//name
 _WIN_NAME = rb"[^\s\"'`,;:()<>\[\]{}|*?=$/\\]"
 _WIN_TAIL = rb"(?:" + _WIN_SEP + _WIN_NAME + rb"*)*"
 _VAR_TAIL = rb"(?:/" + _PATH_CHARS + rb"*|\\[^\s\"'`,;:()<>\[\]{}|*?=$]*)?"
@@ -37,8 +37,11 @@ _HOME_KEY = rb"(?P<q>[\"'])(?:HOME|USERPROFILE)(?P=q)"
 WINDOWS_SYSTEM = re.compile(r"(?i)^[a-z]:[\\/]+(?:program files(?: \(x86\))?|programdata|windows)(?:[\\/]|$)")
 
 
-def shape_patterns(root_literals: list[bytes]) -> list[tuple[str, re.Pattern[bytes]]]:
+def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list[tuple[str, re.Pattern[bytes]]]:
     """One pattern per shape, in priority order (the project root before plain home paths).
+
+    ``general``: also any other absolute POSIX path (``absolute``), kept where it is not
+    known to be portable (``portable_absolute``); the scan of a project asks for it.
 
     Each starts with a literal, so the regex engine searches it fast; one alternation of
     them all would be tried byte by byte, ten times slower. What may precede a match
@@ -58,9 +61,14 @@ def shape_patterns(root_literals: list[bytes]) -> list[tuple[str, re.Pattern[byt
         rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
         rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
         rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
-        rb"(?P<remote>[\w.-]+@[\w-]+(?:\.[\w-]+)*:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",
+        rb"(?P<remote>:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
+        rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",
     ]
+    if general:
+        segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?)+"  # /scratch/${ACCOUNT}/x is absolute too
+        parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
+        parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]))")
     patterns = []
     for part in parts:
         pattern = re.compile(part)
@@ -77,13 +85,70 @@ _TILDE_AFTER = frozenset(b"\"' \t\r\n=,[({:`>")
 _ANSI_END = re.compile(rb"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;]*m$")
 
 
+def _ansi_before(data: bytes, start: int) -> bool:
+    return data[start - 1] == 0x6D and _ANSI_END.search(data, max(0, start - 16), start) is not None
+
+
+# What may come right before any other absolute path: a space, a quote, "=", "(", "[", ",".
+# Not ":" (``host:/path`` is remote, ``-v data:/data`` the container's side) nor ">" (``<ROOT>/x``).
+_ABSOLUTE_AFTER = frozenset(b" \t\r\n\"'`=([,")
+
+
+def glued_flag(data: bytes, start: int) -> bool:
+    """Is the path glued to a one-letter flag (``-I/home/u/include``, ``-L/data/lib``)?"""
+    return start >= 2 and data[start - 2] == 0x2D and chr(data[start - 1]).isalpha() and (start == 2 or data[start - 3] in b" \t\"'=(")
+
+
+def tail_literal(data: bytes, start: int) -> bool:
+    """Is the string holding the path at ``start`` the tail of a concatenation (``root + "/data/x"``), or a
+    string method's argument (``text.split("/utils/")``), and so no path of its own?"""
+    if start == 0 or data[start - 1] not in b"\"'":
+        return False
+    before = start - 2
+    if before >= 0 and data[before] == 0x5C:  # \" in JSON text (a notebook's source)
+        before -= 1
+    while before >= 0 and data[before] in b" \t":
+        before -= 1
+    if before >= 0 and data[before] == 0x2B:
+        return True
+    return before >= 0 and data[before] == 0x28 and _STRING_METHOD.search(data, max(0, before - 16), before + 1) is not None
+
+
+_STRING_METHOD = re.compile(
+    rb"\.(?:r?split|replace|startswith|endswith|removeprefix|removesuffix|r?find|r?index|r?strip|lstrip|r?partition|count)\($"
+)
+
+
+_JOIN_BEFORE = re.compile(rb"(?:join|Path|PurePath|PosixPath)\(\s*$")
+
+
+def joined(data: bytes, start: int) -> bool:
+    """Is the string at ``start`` (after its quote) the first part of ``os.path.join(…)`` or ``Path(…)``?"""
+    return _JOIN_BEFORE.search(data, max(0, start - 40), start - 1) is not None
+
+
+def concatenated_folder(data: bytes, start: int) -> bool:
+    """Is the string at ``start`` a folder that something is added to (``"/scratch/" + user``)?"""
+    quote = data[start - 1 : start]
+    close = data.find(quote, start)
+    return close > start and data[close - 1] == 0x2F and data[close + 1 : close + 16].lstrip()[:1] == b"+"
+
+
 def preceded_ok(group: str, data: bytes, start: int) -> bool:
-    """What may come right before a path of ``group``: never a word (but a terminal colour code)."""
+    """What may come right before a path of ``group``: never a word (but a terminal colour code or a glued flag)."""
     if start == 0:
         return True
     before = data[start - 1]
+    if group in ("absolute", "built", "rooted"):
+        if tail_literal(data, start):
+            return False
+        if group in ("built", "rooted"):
+            return before in b"\"'" and (concatenated_folder(data, start) or joined(data, start))
+        return before in _ABSOLUTE_AFTER or glued_flag(data, start) or _ansi_before(data, start)
+    if group in ("project", "wsl", "home", "temp", "drive") and glued_flag(data, start):
+        return True
     if group in ("project", "wsl", "home", "temp", "drive"):
-        if before == 0x6D and _ANSI_END.search(data, max(0, start - 16), start):  # "\u001b[0;32m/home/…" in outputs
+        if _ansi_before(data, start):  # "\u001b[0;32m/home/…" in outputs
             return True
         if 0x30 <= before <= 0x39:  # a number glued before the path ("2/home/u"), not a folder ("exp2/home/u")
             digits = start - 1
@@ -94,7 +159,7 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
     if group == "windows":
         return not word_byte(before) and before not in b"/\\:-.%$"
     if group == "tilde":
-        return before in _TILDE_AFTER
+        return before in _TILDE_AFTER or _ansi_before(data, start)
     if group == "remote":
         return not word_byte(before) and before not in b".-@"
     return True
@@ -111,10 +176,13 @@ GROUP_SHAPES = {
     "tilde": "tilde",
     "homevar": "home-var",
     "remote": "remote",
+    "built": "home-built",
+    "rooted": "absolute-built",
+    "absolute": "absolute",
 }
 
 
-_URL_SCHEME = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]*://")
+_URL_SCHEME = re.compile(rb"[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: ``C://Users`` is a drive
 _WORD_STOP = frozenset(b" \t\"'`(<[=,")
 
 
@@ -149,8 +217,60 @@ def path_start(data: bytes, line_start: int, start: int) -> int | None:
                 return None  # "/-/media/…/home/x": a web path, not a folder on a machine
             begin = segment_start - 1  # a prefix folder: /gpfs/…, /burg/…, /private/…
             continue
+        if glued_flag(data, begin):
+            return begin  # -I/home/u/include
         return begin if data[segment_start:begin].isdigit() else None
     return begin
+
+
+# Absolute paths that mean the same on every machine: the system's own folders, /tmp as
+# scratch (the temp-dir shape judges outputs there), the image's own layout, macOS's own.
+_PORTABLE_ROOTS = frozenset(
+    {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc", "sys", "run", "boot", "tmp", "nix", "snap"}
+    | {"System", "Library", "Applications", "private", "usr", "var", "opt"}
+)
+_PORTABLE_UNDER = {
+    "usr": frozenset({"bin", "sbin", "lib", "lib32", "lib64", "libexec", "local", "share", "include", "src", "X11R6", "games"}),
+    "var": frozenset({"lib", "log", "run", "cache", "spool", "mail", "lock", "tmp", "folders", "empty", "db"}),
+    "opt": frozenset({"conda", "bundle", "nvidia", "rocm", "intel", "homebrew", "miniconda", "miniconda3", "anaconda3", "venv"}),
+    "private": frozenset({"tmp", "var", "etc"}),
+}
+
+
+def _portable_lookahead() -> bytes:
+    """A negative lookahead that skips the portable absolute paths in a regex: ``/(?!usr/lib/|etc/|…)``."""
+    roots = sorted(_PORTABLE_ROOTS - set(_PORTABLE_UNDER))
+    under = [root + "/(?:" + "|".join(sorted(names)) + ")" for root, names in sorted(_PORTABLE_UNDER.items())]
+    return ("(?!(?:" + "|".join(roots + under) + r")(?:/|\b(?![.-])))").encode()
+
+
+PORTABLE_LOOKAHEAD = _portable_lookahead()
+
+
+def portable_absolute(text: str) -> bool:
+    """Is this absolute path the same on every machine (``/usr/lib/…``, ``/opt/conda/…``, ``/dev/null``)?"""
+    parts = [p for p in text.split("/") if p]
+    if not parts or parts[0] not in _PORTABLE_ROOTS:
+        return False
+    under = _PORTABLE_UNDER.get(parts[0])
+    return under is None or (len(parts) > 1 and parts[1] in under) or len(parts) == 1
+
+
+_REMOTE_HOST = re.compile(rb"(?:[\w.-]+@)?[\w-]+(?:\.[\w-]+)*")
+
+
+def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
+    """Where ``[user@]host`` before the colon of ``host:path`` begins (None: no host there).
+
+    Read back from the colon, so that a long word with no colon costs nothing (a regex
+    trying ``[word-]+:`` at every position of it would take quadratic time).
+    """
+    begin = colon
+    while begin > line_start and (word_byte(data[begin - 1]) or data[begin - 1] in b".-@"):
+        begin -= 1
+    while begin < colon and not (word_byte(data[begin]) and data[begin] < 0x80):
+        begin += 1  # a host starts with a letter or digit
+    return begin if begin < colon and _REMOTE_HOST.fullmatch(data, begin, colon) else None
 
 
 @dataclass(frozen=True)
@@ -181,6 +301,10 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 start = path_start(data, line_start, start)
                 if start is None:
                     continue
+            if group == "remote":
+                start = remote_start(data, line_start, start)
+                if start is None:
+                    continue
             if not preceded_ok(group, data, start):
                 continue
             if group == "windows" and WINDOWS_SYSTEM.match(data[start:line_end].decode("latin-1")):
@@ -194,6 +318,14 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 continue
             if group == "remote" and data[start:end].rstrip(b"/").endswith(b".git"):
                 continue  # a repository to clone, not a folder
+            if (
+                group == "remote"
+                and b"@" not in data[start:end]
+                and not (end - start > 3 and data[start + 1 : start + 2] != b":" and _TRANSFER.search(data, line_start, line_end))
+            ):
+                continue  # host:path without a user: only on a copying command's line
+            if group in ("absolute", "rooted") and portable_absolute(data[start:end].decode("utf-8", "replace")):
+                continue
             candidates.append((start, priority, end, group))
     chosen, taken_to = [], line_start
     for start, _, end, group in sorted(candidates):
@@ -203,6 +335,7 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
     return chosen
 
 
+_TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone)\b")
 _PATTERNS = shape_patterns([])
 
 

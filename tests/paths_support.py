@@ -32,7 +32,7 @@ LAPTOP_REPO = {
         'CACHE = Path.home() / ".cache"\n'  # 7 home-lookup of a portable tool folder: information
         'MODEL = "C:\\\\Users\\\\bob\\\\models\\\\m.pt"\n'  # 8 windows-user
         'URL = "https://example.com/home/alice/data.csv"\n'  # 9 decoy: URL
-        'HOMEWORK = "/homework/notes.txt"\n'  # 10 decoy: /homework
+        'HOMEWORK = "/homework/notes.txt"\n'  # 10 absolute: no home, but a folder of one machine
         'SYSTEM = "/usr/share/dict/words"\n'  # 11 decoy: system path
         'OUT = "/tmp/experiment/out"  # results go here\n'  # 12 temp-dir (an output)
         'SCRATCH = "/tmp/scratch"\n'  # 13 decoy: temp, not written to
@@ -56,6 +56,7 @@ EXPECTED = {
     ("src/app/train.py", 5, "home"),
     ("src/app/train.py", 6, "home-lookup"),
     ("src/app/train.py", 8, "windows-user"),
+    ("src/app/train.py", 10, "absolute"),
     ("src/app/train.py", 12, "temp-dir"),
     ("src/app/train.py", 14, "wsl-user"),
     ("scripts/run.sh", 2, "home-var"),

@@ -58,7 +58,7 @@ def test_fix_rewrites_python_exactly(laptop_repo):
             'CACHE = Path.home() / ".cache"\n'  # a portable tool folder: left alone
             'MODEL = param_path("MODELS_ROOT", "m.pt")\n'
             'URL = "https://example.com/home/alice/data.csv"\n'
-            'HOMEWORK = "/homework/notes.txt"\n'
+            'HOMEWORK = param_path("HOMEWORK_ROOT", "notes.txt")\n'  # absolute, on one machine
             'SYSTEM = "/usr/share/dict/words"\n'
             'OUT = param_path("EXPERIMENT_ROOT", "out")  # results go here\n'
             'SCRATCH = "/tmp/scratch"\n'
@@ -119,6 +119,7 @@ def test_nothing_is_lost(laptop_repo):
         == fix["parameters"]
         == {
             "CHECKPOINTS_ROOT": "~/checkpoints",
+            "HOMEWORK_ROOT": "/homework",
             "CORPUS_ROOT": "/mnt/c/Users/bob/corpus",
             "DATASETS_ROOT_2": "/home/alice/datasets",
             "DATASETS_ROOT_3": "$HOME/datasets",

@@ -59,7 +59,7 @@ CASES = {
     "colab drive": (
         "colab.py",
         "ROOT = '/content/drive/MyDrive/Research/data'\nTMP = '/content/sample_data'\n",
-        [(1, "colab-drive", "code")],
+        [(1, "colab-drive", "code"), (2, "absolute", "code")],  # Colab's own folder: there only
     ),
     # --- remote, portable, documentation ---------------------------------------------------
     "commands run on another machine": (
@@ -68,7 +68,7 @@ CASES = {
         'ssh cluster "mkdir -p ~/projects/x"\n'
         "scp model.pt cluster:/home/ab/models/\n"
         "cp out/x.pt ~/results/\n",
-        [(1, "remote", "remote"), (2, "tilde", "remote"), (3, "home", "remote"), (4, "tilde", "code")],
+        [(1, "remote", "remote"), (2, "tilde", "remote"), (3, "remote", "remote"), (4, "tilde", "code")],
     ),
     "portable per-user tool folders": (
         "tools.py",

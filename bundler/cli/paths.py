@@ -86,7 +86,8 @@ def _report(out: Output, scanned, fixed) -> None:
                 "Original values kept in .env.local: " + ", ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(fixed.parameters.items()))
             )
     for finding in scanned.failing:
-        out.say(f"{finding.file}:{finding.line}:{finding.column}: {finding.kind}: {finding.text} -> {finding.replacement}")
+        change = f"left to you: {finding.note}" if finding.note else f"-> {finding.replacement}"
+        out.say(f"{finding.file}:{finding.line}:{finding.column}: {finding.kind}: {finding.text} {change}")
     docs = [f for f in scanned.findings if f.category == "docs"]
     if docs:
         out.say(f"Documentation ({len(docs)}, never fails):")

@@ -20,12 +20,12 @@ def category_of(relative: str, data: bytes = b"") -> str:
         return "notebook"
     if context.EXAMPLE_FILE.search(name):
         return "docs"
+    if any(part.lower() in DOCS_DIRS for part in path.parts[:-1]):
+        return "docs"  # docs/ and logs/ hold documentation and records, whatever their format
     if name.startswith("requirements") and suffix in (".txt", ".in"):
         return "config"
     if suffix in CONFIG_SUFFIXES or name.startswith(".env"):
         return "config"
-    if any(part.lower() in DOCS_DIRS for part in path.parts[:-1]):
-        return "docs"
     if suffix in LIST_SUFFIXES and _is_path_list(data):
         return "config"  # a data list: one path a line, read by the code
     if suffix in DOCS_SUFFIXES or name.startswith(("readme", "changelog", "license", "authors", "contributing")):

@@ -52,6 +52,10 @@ def split_home(shape: str, text: str) -> tuple[str, list[str]]:
             return "/root", [c for c in parts[2:] if c]
         count = next((i + 2 for i, part in enumerate(parts) if part.lower() in _HOME_SEGMENTS and i + 1 < len(parts)), 3)
         return "/".join(parts[:count]), [c for c in parts[count:] if c]
+    if shape == "absolute":  # /scratch/<group>/…, /data/<user>/…: the first two folders name it
+        names = [c for c in parts if c]
+        count = 2 if len(names) >= 3 else 1
+        return "/" + "/".join(names[:count]), names[count:]
     if shape == "temp-dir":
         for prefix in ("/private/var/folders", "/var/folders", "/private/tmp", "/var/tmp", "/dev/shm", "/tmp"):
             if text == prefix or text.startswith(prefix + "/"):
@@ -94,8 +98,8 @@ def classify(root: Path, shape: str, text: str, exists) -> Rewrite:
         written = _value_end(shape, text, len([c for c in relative.split("/") if c]))
         relative = (relative + trailing) if relative else "."
         return Rewrite(replacement=relative, relative=relative, prefix_length=written)
-    if shape == "remote":
-        return Rewrite(replacement=text)  # another machine's folder: never rewritten
+    if shape in ("remote", "home-built", "absolute-built"):
+        return Rewrite(replacement=text)  # another machine's folder, a home built from a user name: never rewritten
     if shape == "home-lookup" and text.endswith("home()"):
         return Rewrite(replacement="${HOME_ROOT}", parameter="HOME_ROOT", value="~")
     prefix, components = split_home(shape, text)
@@ -109,6 +113,8 @@ def classify(root: Path, shape: str, text: str, exists) -> Rewrite:
         first = None  # a single file right in the home folder: the home folder is the parameter
     if shape == "temp-dir" and first is None:
         name = "TMP_ROOT"
+    elif shape == "absolute" and first is None:
+        name = parameter_name(prefix.rsplit("/", 1)[-1])  # /homework/notes.txt: HOMEWORK_ROOT
     else:
         name = parameter_name(first)
     separator = "\\" if "\\" in prefix else "/"

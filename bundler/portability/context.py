@@ -90,14 +90,64 @@ def is_remote(data: bytes, line_start: int, start: int) -> bool:
     return _SSH_COMMAND.search(data, line_start, start) is not None
 
 
+_ASSIGNMENT = re.compile(rb"(?:^|[;\s])(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)\s*=\s*[rRuUfFbB]{0,2}[\"']?$")
+_HOST_BEFORE = re.compile(rb"(?:[\w.@-]+|\{[\w.]+\}|\$\{?\w+\}?):[\"']?(?:\s*\+\s*)?[{$]?\{?$")
+
+
+def mark_remote_variables(data: bytes, findings: list) -> None:
+    """A path kept in a variable that only a copy to or from another machine uses is that machine's folder.
+
+    ``REMOTE_DIR="/home/u/runs"`` then ``scp x host:$REMOTE_DIR`` (or ``f"{host}:{remote_dir}"``,
+    ``ssh host "ls $REMOTE_DIR"``): every use sits right after ``host:`` or in a command ``ssh`` runs.
+    """
+    for finding in findings:
+        if finding.category in ("docs", "remote", "portable"):
+            continue
+        line_start = _line_start(data, finding.line)
+        line_end = data.find(b"\n", line_start)
+        line = data[line_start : len(data) if line_end == -1 else line_end].decode("utf-8", "replace")
+        match = _ASSIGNMENT.search(line[: finding.column - 1].encode("utf-8"))
+        if match is None:
+            continue
+        name = re.escape(match.group(1))
+        uses = [
+            m.start()
+            for m in re.finditer(rb"\$\{?" + name + rb"\b|(?<![\w.$])" + name + rb"(?![\w(])", data)
+            if not line_start <= m.start() < line_start + len(line.encode("utf-8"))
+        ]
+        if uses and all(_remote_use(data, at) for at in uses):
+            finding.category = "remote"
+
+
+def _line_start(data: bytes, line: int) -> int:
+    start = 0
+    for _ in range(line - 1):
+        start = data.find(b"\n", start) + 1
+    return start
+
+
+def _remote_use(data: bytes, at: int) -> bool:
+    line_start = data.rfind(b"\n", 0, at) + 1
+    if _HOST_BEFORE.search(data, max(line_start, at - 80), at) and _TRANSFER.search(data, line_start, at):
+        return True
+    return _SSH_COMMAND.search(data, line_start, at) is not None
+
+
 # --- web paths ---------------------------------------------------------------------------------
 
-_WEB_ATTRIBUTE = re.compile(rb"(?i)(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+_WEB_ATTRIBUTE = re.compile(rb"(?i)(?<![\w-])(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+_WEB_KEY = re.compile(rb"(?i)(?:ur[il]|endpoint|route|api)\w*\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
+_HYDRA_DEFAULT = re.compile(rb"\s*-\s*(?:override\s+|optional\s+)*$")
 
 
 def is_web_path(data: bytes, line_start: int, start: int) -> bool:
-    """A path that is an HTML attribute's value (``href="/users/x"``) is a web address, not a folder."""
-    return _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None
+    """A path that is an HTML attribute's value (``href="/users/x"``), a URI's or a route's (``@app.route("/a/b")``)
+    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``)."""
+    if _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None:
+        return True
+    if _WEB_KEY.search(data, max(line_start, start - 40), start) is not None:
+        return True
+    return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 
 
 # --- portable per-user tool folders ---------------------------------------------------------

@@ -1,22 +1,26 @@
 """Proofs that a rewrite keeps a file's meaning, by evaluation, with each parameter set to its original value.
 
-Python: both versions are parsed; every helper call, home lookup, ``expanduser`` and
-join of constants is evaluated (the helper's own expansion, a home that no real path
-can equal), then the two trees must be equal, the inserted import aside. A path inside
-the project is compared with the project root standing for its original prefix.
-OmegaConf YAML: both versions are loaded and every changed value resolved through
-OmegaConf with the parameters in the environment. Shell scripts are proven in shell.py.
+Python: each changed expression and what replaced it are parsed and evaluated (every
+helper call, home lookup, ``expanduser`` and join of constants; the helper's own
+expansion, a home that no real path can equal; a ``~`` only where ``expanduser`` expands
+it), and must be equal; where the running Python parses the whole file, both trees are
+compared as well, the inserted import aside. A path inside the project is compared with
+the project root standing for its original prefix.
+OmegaConf YAML: both versions are loaded and every changed value, its ``${oc.env:NAME}``
+set to the parameter's value, must be the old one (the same with or without OmegaConf
+installed). Shell scripts are proven in shell.py.
 A proof returns None, or the reason the rewrite is refused.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import ntpath
 import posixpath
 import re
+import tokenize
 import warnings
-from typing import cast
 
 from bundler.portability.bundle_paths import expand_value, join
 
@@ -26,8 +30,22 @@ _WINDOWS = re.compile(r"^[A-Za-z]:[\\/]")
 _HOME_KEYS = ("HOME", "USERPROFILE")
 
 
-def python_problem(original: str, new: str, values: dict[str, str], prefixes: list[str]) -> str | None:
-    """Why ``new`` does not mean ``original`` (None: same meaning). ``prefixes``: project roots as written."""
+def python_problem(
+    original: str, new: str, values: dict[str, str], prefixes: list[str], edits: list[tuple[int, int, str]] | None = None
+) -> str | None:
+    """Why ``new`` does not mean ``original`` (None: same meaning). ``prefixes``: project roots as written.
+
+    With ``edits`` (what the rewrite changed, on ``original``), each changed expression is proven
+    on its own: a file written for a newer Python than the one running bundler is proven the
+    same way. Where this Python parses the whole file, the two trees are compared as well.
+    """
+    if edits is not None:
+        unreadable = python_unreadable(original)
+        if unreadable is not None:
+            return f"did not parse before the rewrite ({unreadable}): not modified"
+        problem = _edits_problem(original, edits, values, prefixes)
+        if problem is not None or not parses(original):
+            return problem
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the project's own invalid escapes are not ours to report
         try:
@@ -45,6 +63,66 @@ def python_problem(original: str, new: str, values: dict[str, str], prefixes: li
         return None
     line = _first_difference(left, right)
     return f"the rewrite could not be proven to keep the code's meaning (line {line}): not modified"
+
+
+def parses(source: str) -> bool:
+    """Does the Python running bundler parse ``source``?"""
+    return _parse_error(source) is None
+
+
+def _parse_error(source: str) -> SyntaxError | ValueError | None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ast.parse(source)
+        except (SyntaxError, ValueError) as error:
+            return error
+    return None
+
+
+_PRINT_STATEMENT = re.compile(r"^[ \t]*(?:print|exec)[ \t]+[\"'\w%]", re.M)
+
+
+def python_unreadable(source: str) -> str | None:
+    """Why ``source`` is no Python 3 of any version (None: it is), as "SyntaxError at line N".
+
+    The Python running bundler parses it first. Where it cannot, the file still counts when
+    only newer syntax can be the cause (3.12's f-strings, ``type X = …``): it tokenizes, its
+    indentation is consistent and no Python 2 statement shows. The same files pass on every
+    Python bundler runs on.
+    """
+    error = _parse_error(source)
+    if error is None:
+        return None
+    line = getattr(error, "lineno", None)
+    where = f" at line {line}" if line else ""
+    parsed = f"{type(error).__name__}{where}"
+    if isinstance(error, (IndentationError, ValueError)) or _PRINT_STATEMENT.search(source):
+        return parsed
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.ERRORTOKEN and not token.string.isspace():
+                return parsed
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return parsed
+    return None
+
+
+def _edits_problem(original: str, edits: list[tuple[int, int, str]], values: dict[str, str], prefixes: list[str]) -> str | None:
+    environment = {**values, "HOME": HOME}
+    for start, end, text in edits:
+        line = original.count("\n", 0, start) + 1
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                before, after = ast.parse(original[start:end], mode="eval"), ast.parse(text, mode="eval")
+            except SyntaxError:
+                return f"the rewrite could not be proven to keep the code's meaning (line {line}): not modified"
+        left = _Evaluate(environment, prefixes).visit(before)
+        right = _Evaluate(environment, prefixes).visit(after)
+        if ast.dump(left) != ast.dump(right):
+            return f"the rewrite could not be proven to keep the code's meaning (line {line}): not modified"
+    return None
 
 
 def _without_helper_import(tree: ast.Module) -> ast.Module:
@@ -90,18 +168,21 @@ class _Evaluate(ast.NodeTransformer):
         self.environment = environment
         self.prefixes = sorted(prefixes, key=len, reverse=True)
 
-    def constant(self, value: str) -> ast.Constant:
-        return ast.Constant(self.normal(value))
+    def constant(self, value: str, expand: bool = False) -> ast.Constant:
+        return ast.Constant(self.normal(value, expand))
 
-    def normal(self, value: str) -> str:
-        """A leading ~ or $HOME means the home folder where a path is used; a project prefix its root."""
+    def normal(self, value: str, expand: bool = False) -> str:
+        """A project prefix stands for its root; a leading ~ or $HOME is the home only where it is expanded.
+
+        Python never expands ~ by itself: ``os.makedirs("~/Data")`` makes a folder named ~.
+        """
         for prefix in self.prefixes:
             stem = prefix.rstrip("/\\")
             if value == prefix or value.startswith((stem + "/", stem + "\\")):
                 rest = value[len(stem) :]
                 value = ROOT + (rest.replace("\\", "/") if _WINDOWS.match(stem) else rest)
                 break
-        if value.startswith(("~", "$HOME", "${HOME}")):
+        if expand and value.startswith(("~", "$HOME", "${HOME}")):
             value = expand_value(value, self.environment)
         if _WINDOWS.match(value):
             value = ntpath.normcase(ntpath.normpath(value))
@@ -124,11 +205,15 @@ class _Evaluate(ast.NodeTransformer):
         short = name.rsplit(".", 1)[-1]
         if short == "param_path" and texts and len(texts) == len(args) and not node.keywords:
             value = self.environment.get(texts[0])
-            return node if value is None else self.constant(join(expand_value(value, self.environment), texts[1] if len(texts) > 1 else ""))
+            return (
+                node
+                if value is None
+                else self.constant(join(expand_value(value, self.environment), texts[1] if len(texts) > 1 else ""), True)
+            )
         if short == "project_path" and len(texts) == len(args):
             return ast.Constant(join(ROOT, texts[0]) if texts else ROOT)
         if short == "expanduser" and len(args) == 1 and args[0] is not None:
-            return self.constant(args[0])
+            return self.constant(args[0], expand=True)
         if name.endswith(("getenv", "environ.get")) and args and args[0] in _HOME_KEYS:
             return self.constant(HOME)
         if short == "home" and not node.args and isinstance(node.func, ast.Attribute) and _dotted(node.func.value).endswith("Path"):
@@ -180,16 +265,14 @@ class _Evaluate(ast.NodeTransformer):
 
 
 def omegaconf_problem(original: str, new: str, values: dict[str, str]) -> str | None:
-    """Why the OmegaConf document ``new`` does not resolve to ``original``'s values (None: it does)."""
-    import os
+    """Why the OmegaConf document ``new`` does not resolve to ``original``'s values (None: it does).
 
+    The only interpolation a rewrite writes is ``${oc.env:NAME}``, which OmegaConf resolves to
+    the variable's text; so each changed value, with those set to the parameters' values, must
+    be the old value. OmegaConf itself is not needed: the proof is the same whether or not it
+    is installed next to bundler.
+    """
     import yaml
-
-    try:
-        from omegaconf import OmegaConf
-        from omegaconf.errors import OmegaConfBaseException
-    except ImportError:
-        return "omegaconf is not installed here, so the rewrite cannot be proven (pip install omegaconf): not modified"
 
     try:
         before = list(yaml.safe_load_all(original))
@@ -200,26 +283,15 @@ def omegaconf_problem(original: str, new: str, values: dict[str, str]) -> str | 
     except yaml.YAMLError as error:
         return f"the rewrite would not parse ({type(error).__name__}): not modified"
     changed = list(_changed_leaves(before, after, ()))
-    if changed is None or any(path is None for path, _, _ in changed):
+    if any(path is None for path, _, _ in changed):
         return "the rewrite changed the document's structure: not modified"
-    saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        for path, old, value in changed:
-            holder = OmegaConf.create({"v": value})
-            try:
-                resolved = cast(dict, OmegaConf.to_container(holder, resolve=True))["v"]  # a DictConfig comes back a dict
-            except OmegaConfBaseException:
-                resolved = _textual(value, values)  # another interpolation in the value: compare the text it holds
-            if not (isinstance(old, str) and same_path(str(resolved), old)):
-                where = ".".join(map(str, path))
-                return f"the value at {where} would resolve to {resolved!r}, not {old!r}: not modified"
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    for path, old, value in changed:
+        resolved = _textual(value, values)
+        where = ".".join(map(str, path))
+        if "\\${" in value or any("${" in values.get(n, "") for n in re.findall(r"\$\{oc\.env:(\w+)\}", value)):
+            return f"the value at {where} holds an escaped or nested interpolation: not modified"
+        if not (isinstance(old, str) and same_path(resolved, old)):
+            return f"the value at {where} would resolve to {resolved!r}, not {old!r}: not modified"
     return None
 
 

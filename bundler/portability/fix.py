@@ -27,14 +27,13 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bundler.fsutil import replace_with_backups
 from bundler.portability import scan as paths
 from bundler.portability.classify import ENV_LOCAL, read_env_local
-from bundler.portability.equivalence import omegaconf_problem, python_problem
+from bundler.portability.equivalence import omegaconf_problem, python_problem, python_unreadable
 from bundler.portability.python_rewrite import manual, rewrite_python
 from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
 from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
@@ -133,7 +132,12 @@ class _Context:
             return _Plan(FileChange(relative, "refused", reason="read-only file (no write permission bit): not modified"))
         encoding = self.scanned.encodings.get(relative, "utf-8")
         text = data.decode(encoding)
+        by_hand = [manual(f, f.note) for f in findings if f.note]  # a rewrite would change what the code means
+        findings = [f for f in findings if not f.note]
+        if not findings:
+            return _Plan(FileChange(relative, "unchanged", manual=by_hand, reason="no automatic rewrite"))
         plan = self._rewrite(relative, data, text, findings)
+        plan.change.manual = by_hand + plan.change.manual
         if plan.text is not None:
             plan.data = plan.text.encode(encoding)
         return plan
@@ -170,29 +174,22 @@ class _Context:
         except (SyntaxError, UnicodeDecodeError, LookupError):
             reason = "did not parse before the rewrite (SyntaxError: not UTF-8 and no coding declaration): not modified"
             return _Plan(FileChange(relative, "refused", reason=reason))
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                compile(data, relative, "exec", dont_inherit=True, flags=0x400)  # ast.PyCF_ONLY_AST: its coding cookie, or UTF-8
-        except (SyntaxError, ValueError) as error:
-            line = getattr(error, "lineno", None)
-            where = f" at line {line}" if line else ""
-            return _Plan(
-                FileChange(relative, "refused", reason=f"did not parse before the rewrite ({type(error).__name__}{where}): not modified")
-            )
+        unreadable = python_unreadable(text)
+        if unreadable is not None:
+            return _Plan(FileChange(relative, "refused", reason=f"did not parse before the rewrite ({unreadable}): not modified"))
         result = rewrite_python(text, findings)
         left = {(m["line"], m["column"]) for m in result.manual}
         names = {f.parameter for f in findings if f.parameter and (f.line, f.column) not in left}
         prefixes = [f.text[: f.prefix_length] for f in findings if f.project_relative is not None and f.prefix_length]
-        problem = None if result.source == text else python_problem(text, result.source, self.values, prefixes)
+        problem = None if result.source == text else python_problem(text, result.source, self.values, prefixes, result.edits)
         if problem and result.import_line and "would not parse (SyntaxError at line " in problem:
             problem = _original_line(problem, result.import_line, result.import_lines)
         return self._finish(relative, text, result.source, result.fixed, result.manual, problem, names, helper=True)
 
     def _notebook(self, relative: str, text: str) -> _Plan:
-        def prove(original: str, new: str, findings) -> str | None:
+        def prove(original: str, new: str, findings, edits) -> str | None:
             prefixes = [f.text[: f.prefix_length] for f in findings if f.project_relative is not None and f.prefix_length]
-            return python_problem(original, new, self.values, prefixes)
+            return python_problem(original, new, self.values, prefixes, edits)
 
         new, fixed, left, helper = rewrite_notebook(text, self.scanner, relative, prove)
         names = {n for n in self.values if re.search(rf"\b{n}\b", new) and not re.search(rf"\b{n}\b", text)}

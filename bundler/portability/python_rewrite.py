@@ -11,13 +11,10 @@ and reported. fix.py proves each rewrite by evaluation (equivalence.py) before w
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-
-from bundler.portability.scan import Finding
 
 IMPORT_MARKER = "_bundle_paths import"
 PACKAGE_IMPORT = (
@@ -38,6 +35,7 @@ class PythonRewrite:
     manual: list[dict] = field(default_factory=list)
     import_line: int = 0  # 1-based line before which the import block went (0: none)
     import_lines: int = 0
+    edits: list[tuple[int, int, str]] = field(default_factory=list)  # code changed: (start, end, new text) on the source
 
 
 def manual(finding, why: str) -> dict:
@@ -56,7 +54,7 @@ def rewrite_python(source: str, findings: list, *, import_block: str | None = No
         result.manual = [manual(f, "the file does not tokenize as Python") for f in findings]
         return result
     edits: list[tuple[int, int, str]] = []
-    by_token: dict[int, list[tuple[int, int, Finding]]] = {}
+    by_token: dict[int, list[tuple]] = {}  # (start, end, the finding) per string token
     for finding in findings:
         start = offsets[finding.line - 1] + finding.column - 1
         end = start + len(finding.text)
@@ -83,6 +81,7 @@ def rewrite_python(source: str, findings: list, *, import_block: str | None = No
     new = source
     for start, end, text in sorted(edits, reverse=True):
         new = new[:start] + text + new[end:]
+    result.edits = [edit for edit in sorted(edits) if not _in_comment(edit, spans)]
     result.fixed = len(findings) - len(result.manual)
     block = PACKAGE_IMPORT if import_block is None else import_block
     if block and any("param_path(" in text or "project_path(" in text for _, _, text in edits) and IMPORT_MARKER not in source:
@@ -90,6 +89,10 @@ def rewrite_python(source: str, findings: list, *, import_block: str | None = No
         result.import_lines = block.count("\n")
     result.source = new
     return result
+
+
+def _in_comment(edit: tuple[int, int, str], spans) -> bool:
+    return any(kind == "comment" and start <= edit[0] and edit[1] <= end for start, end, kind in spans)
 
 
 def line_offsets(text: str) -> list[int]:
@@ -225,20 +228,34 @@ def lookup_call(finding, quote: str) -> str:
     return helper_call(finding, quote)
 
 
+def header_end(source: str) -> int:
+    """The last line of the module docstring and ``from __future__`` imports (0: none), read from tokens.
+
+    Tokens, not the AST: a file written for a newer Python than the one running bundler reads the same.
+    """
+    after, statement, index = 0, [], 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING, tokenize.INDENT, tokenize.DEDENT):
+                continue
+            if token.type not in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                statement.append(token)
+                continue
+            if not statement:
+                continue
+            docstring = index == 0 and all(t.type == tokenize.STRING for t in statement)
+            future = [t.string for t in statement[:2]] == ["from", "__future__"]
+            if not (docstring or future):
+                break
+            after, statement, index = statement[-1].end[0], [], index + 1
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return 0
+    return after
+
+
 def insert_import(source: str, block: str) -> tuple[str, int]:
     """Insert ``block`` after the module docstring and ``from __future__`` imports; (new source, line it went before)."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError:
-        body = []
-    after = 0
-    for index, node in enumerate(body):
-        is_docstring = index == 0 and isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant)
-        is_future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-        if is_docstring or is_future:
-            after = node.end_lineno or after
-        else:
-            break
+    after = header_end(source)
     lines = source.splitlines(keepends=True)
     if after == 0:
         while after < len(lines) and (lines[after].startswith("#!") or re.match(r"#.*coding[:=]", lines[after])):

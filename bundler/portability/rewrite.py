@@ -71,7 +71,7 @@ _MAGIC = re.compile(r"^[ \t]*[%!?]")
 def rewrite_notebook(text: str, scanner, relative: str, prove) -> tuple[str, int, list[dict], bool]:
     """(new text, paths fixed, left as they are, whether the helper module is needed beside it).
 
-    ``prove(original_cell, new_cell, findings)`` returns why a cell's rewrite is refused, or None.
+    ``prove(original_cell, new_cell, findings, edits)`` returns why a cell's rewrite is refused, or None.
     """
     document = json.loads(text)
     fixed, problems, needs_helper = 0, [], False
@@ -83,7 +83,8 @@ def rewrite_notebook(text: str, scanner, relative: str, prove) -> tuple[str, int
             found = [
                 f for f in scanner.findings_in(relative + "#cell.py", joined.encode("utf-8"), "code") if f.category not in _INFORMATION
             ]
-            new, count, left = _rewrite_cell(joined, found, prove)
+            problems += [manual(f, f.note) for f in found if f.note]
+            new, count, left = _rewrite_cell(joined, [f for f in found if not f.note], prove)
             if new != joined:
                 cell["source"] = new.splitlines(keepends=True) if isinstance(source, list) else new
                 needs_helper = needs_helper or "param_path(" in new or "project_path(" in new
@@ -116,7 +117,7 @@ def _rewrite_cell(source: str, findings: list, prove) -> tuple[str, int, list[di
     left += result.manual
     if result.source == masked:
         return source, 0, left
-    problem = prove(masked, result.source, keep)
+    problem = prove(masked, result.source, keep, result.edits)
     if problem is not None:
         return source, 0, left + [manual(f, problem) for f in keep]
     new_lines = result.source.split("\n")

@@ -20,8 +20,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.machinepaths import line_hits, shape_patterns, word_byte
-from bundler.portability import context
+from bundler.machinepaths import PORTABLE_LOOKAHEAD, line_hits, shape_patterns, word_byte
+from bundler.portability import context, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
@@ -34,11 +34,17 @@ PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
 YAML_SUFFIXES = (".yaml", ".yml")
 
 # Every finding contains one of these triggers: a fast search in C; the shapes then run
-# only on the lines that hold one.
+# only on the lines that hold one. The slashes (_SLASH, _ABSOLUTE, the project's root) are
+# searched in one pass.
 _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|private/|dev/shm|content/)")
+# Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
+# flag or at a line's start, but the system's own folders (machinepaths' portable roots).
+_ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
+    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))" + PORTABLE_LOOKAHEAD + rb"[A-Za-z_][\w.+-]*(?:/|[\"']\s*[+,])"
+)
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
-    (b":", re.compile(rb":(?:\\|/(?!/))")),  # a drive: the letter before is checked in Python
+    (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
     (b"@", re.compile(rb"@[\w.-]+:")),
@@ -47,8 +53,7 @@ _CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
     (b"HOME", re.compile(rb"HOME[\"']")),
     (b"USERPROFILE", re.compile(rb"USERPROFILE[\"']")),
     (b"home()", re.compile(rb"home\(\)")),
-    (b"expanduser", re.compile(rb"expanduser")),
-)
+)  # expanduser("~…") needs no trigger of its own: its ~ is one
 _NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES
 _WORD_BREAK = re.compile(rb"[\s\"'`(<\[=,]")
 _TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0c\x1b"
@@ -70,6 +75,7 @@ class Finding:
     rest: str = ""
     project_relative: str | None = None
     prefix_length: int = 0  # how much of ``text`` the parameter (or the project root) stands for
+    note: str = ""  # why --fix leaves it to a person (a ``~`` nothing expands, a folder built from a user name)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -155,6 +161,20 @@ def _letter(byte: int) -> bool:
     return 0x41 <= byte <= 0x5A or 0x61 <= byte <= 0x7A
 
 
+_TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone)\b")
+
+
+def _colon_hit(data: bytes, at: int) -> bool:
+    """A drive (one letter before the colon) or ``host:path`` on a copying command's line."""
+    if not at or not word_byte(data[at - 1]):
+        return False
+    if _letter(data[at - 1]) and (at < 2 or not word_byte(data[at - 2])) and data[at + 1 : at + 2] != b"~":
+        return True
+    line_start = data.rfind(b"\n", 0, at) + 1
+    line_end = data.find(b"\n", at)
+    return _TRANSFER.search(data, line_start, len(data) if line_end == -1 else line_end) is not None
+
+
 _HYDRA_CONFIG_PATH = re.compile(rb"""(?:hydra\.main|initialize)\([^)]*config_path\s*=\s*["']([^"']+)["']""")
 
 
@@ -162,8 +182,9 @@ class Scanner:
     def __init__(self, root: Path, root_literals: list[bytes], include_generated: bool = False) -> None:
         self.root = root
         self.include_generated = include_generated
-        self.patterns = shape_patterns(root_literals)
-        self.slash = re.compile(_SLASH.pattern[:-1] + b"".join(b"|" + re.escape(r[1:]) for r in root_literals if r.startswith(b"/")) + b")")
+        self.patterns = shape_patterns(root_literals, general=True)
+        roots = b"".join(b"|" + re.escape(r[1:]) for r in root_literals if r.startswith(b"/"))
+        self.slash = re.compile(_SLASH.pattern[:-1] + roots + b"|" + _ABSOLUTE.pattern[1:] + b")")  # one pass over the slashes
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
         self._exists_cache: dict[str, bool] = {}
@@ -199,7 +220,7 @@ class Scanner:
                 if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) > len(head) // 20:
                     result.skipped.append(Skipped(relative, "binary file"))
                     return
-                if not self.include_generated and generated_file(head):
+                if not self.include_generated and generated_file(head, relative):
                     result.skipped.append(Skipped(relative, "generated file (scanned with --include-generated)"))
                     return
                 if size > max_bytes:
@@ -230,7 +251,12 @@ class Scanner:
             if encoding != "utf-8":
                 result.encodings[relative] = encoding
         category = category_of(relative, data)
-        result.findings.extend(self.findings_in(relative, data, category, lines, types))
+        found = self.findings_in(relative, data, category, lines, types)
+        if b"scp" in data or b"rsync" in data or b"ssh" in data:
+            context.mark_remote_variables(data, found)
+        if any(f.shape == "tilde" and not f.note and f.category not in ("docs", *INFORMATION) for f in found):
+            _note_quoted_tildes(relative, decode(data)[0], found)
+        result.findings.extend(found)
 
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
         """Start offsets of the lines holding a trigger (empty: the file cannot hold a finding)."""
@@ -239,7 +265,7 @@ class Scanner:
             if literal in data:
                 found = [m.start() for m in trigger.finditer(data)]
                 if literal == b":":
-                    found = [i for i in found if i and _letter(data[i - 1]) and (i < 2 or not word_byte(data[i - 2]))]
+                    found = [i for i in found if _colon_hit(data, i)]
                 hits += found
         return sorted({data.rfind(b"\n", 0, hit) + 1 for hit in hits})
 
@@ -282,8 +308,10 @@ class Scanner:
             return None
         if hit.group == "windows" and not _windows_path(hit.text, place.json):
             return None
-        if hit.group in ("home", "project", "temp") and context.is_web_path(data, line_start, hit.start):
+        if hit.group in ("home", "project", "temp", "absolute") and context.is_web_path(data, line_start, hit.start):
             return None
+        if hit.group == "absolute" and place.image:
+            return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
         if place.json and hit.group == "windows":  # in JSON text a single backslash starts an escape, never a folder
             escape = re.search(rb"(?<!\\)(?:\\\\)*\\(?!\\)", data[hit.start : end])
@@ -298,7 +326,10 @@ class Scanner:
         elif category != "docs" and self._portable(shape, found, data, end):
             category = "portable"
         target = classify(self.root, shape, found, self._exists)
-        if target.parameter is not None and category not in ("docs", "remote", "portable"):
+        note = _BY_HAND.get(shape, "")
+        if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
+            note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
+        if target.parameter is not None and category not in ("docs", "remote", "portable") and not note:
             target = self.registry.name(target)
         prefix = data[line_start : hit.start]
         column = len(prefix.decode("utf-8", errors="replace") if text is None or prefix.isascii() else decode(prefix)[0]) + 1
@@ -316,6 +347,7 @@ class Scanner:
             rest=target.rest,
             project_relative=target.relative,
             prefix_length=target.prefix_length,
+            note=note,
         )
 
     @staticmethod
@@ -336,6 +368,27 @@ class Scanner:
         return self._exists_cache[relative]
 
 
+UNEXPANDED_TILDE = "nothing here expands ~ (no expanduser around it): in Python it is a folder named ~, not the home; change it by hand"
+_BY_HAND = {
+    "home-built": "a home folder built from a user name: make the whole folder a parameter by hand",
+    "absolute-built": "a folder built from parts at run time: make it a parameter by hand",
+}
+
+QUOTED_TILDE = "quoted, so the shell does not expand ~ here: it is no home; change it by hand"
+
+
+def _note_quoted_tildes(relative: str, text: str, found: list[Finding]) -> None:
+    """A ``~`` in quotes or a heredoc is not expanded by the shell: say so, and let --fix leave it."""
+    if shell.interpreter(relative, text) is None:
+        return
+    kinds, offsets = shell.contexts(text), [0] + [m.end() for m in re.finditer("\n", text)]
+    for finding in found:
+        if finding.shape == "tilde" and finding.category not in ("docs", *INFORMATION):
+            at = offsets[finding.line - 1] + finding.column - 1
+            if at < len(kinds) and kinds[at] not in (shell.CODE, shell.COMMENT):
+                finding.note = QUOTED_TILDE
+
+
 _ESCAPE_NOT_PATH = re.compile(r"[A-Za-z]:\\[A-Za-z]")
 
 
@@ -346,6 +399,11 @@ def _windows_path(text: str, json: bool) -> bool:
     return not (json and text[2] == "\\" and text[3:4] != "\\")
 
 
+# Files whose absolute paths are not this machine's: an image's own layout, ignore patterns
+# rooted at the repository (``/build`` in .gitignore).
+_IMAGE_FILE = re.compile(
+    r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.dockerfile$|^(?:docker-)?compose.*\.ya?ml$|^\.\w*ignore$|^\.gitattributes$"
+)
 HELPER_MARKER = b'"""Machine-specific paths of this project (written by `bundler paths --fix`'
 _OWN_BLOCK = re.compile(
     rb"^# --- path parameters \(written by `bundler paths --fix`\) ---$.*?^# --- end of path parameters ---$", re.M | re.S
@@ -358,7 +416,10 @@ class _Place:
     def __init__(self, relative: str, data: bytes, category: str, types) -> None:
         self.relative, self.data, self.category = relative, data, category
         self.yaml = relative.endswith(YAML_SUFFIXES)
+        self.python = relative.endswith(PYTHON_SUFFIXES)
         self.json = relative.endswith((".json", ".ipynb"))
+        name = os.path.basename(relative)
+        self.image = _IMAGE_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")
         self.notebook = NotebookLocator(data, types) if category == "notebook" else None
         self.remote = context.remote_lines(data) if b"ssh" in data else context.Spans([])
         own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from bundler.cli.options import JsonFlag, handles_errors
+from bundler.cli.options import CpuFlag, CudaFlag, JsonFlag, PlatformFlag, PythonFlag, RocmFlag, TorchFlag, handles_errors
 from bundler.cli.output import Output
 
 
@@ -21,21 +21,12 @@ def register(app: typer.Typer) -> None:
             Optional[Path],
             typer.Argument(help="The repository to adopt (default: the current folder).", show_default=False, readable=False),
         ] = None,
-        cuda: Annotated[
-            Optional[str], typer.Option("--cuda", metavar="VER", help="Target CUDA version, e.g. 12.8.", show_default=False)
-        ] = None,
-        rocm: Annotated[
-            Optional[str], typer.Option("--rocm", metavar="VER", help="Target ROCm version, e.g. 6.4.", show_default=False)
-        ] = None,
-        cpu: Annotated[bool, typer.Option("--cpu", help="Target the CPU build.")] = False,
-        torch: Annotated[
-            Optional[str], typer.Option("--torch", metavar="VER", help="torch release, e.g. 2.13.0.", show_default=False)
-        ] = None,
-        python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="Python minor version.", show_default=False)] = None,
-        platform: Annotated[
-            Optional[str],
-            typer.Option("--platform", metavar="OS/ARCH", help="linux/x86_64 (default) or linux/aarch64.", show_default=False),
-        ] = None,
+        cuda: CudaFlag = None,
+        rocm: RocmFlag = None,
+        cpu: CpuFlag = False,
+        torch: TorchFlag = None,
+        python: PythonFlag = None,
+        platform: PlatformFlag = None,
         entry: Annotated[
             Optional[str],
             typer.Option("--entry", metavar="CMD", help="The command the bundle runs, from the project root.", show_default=False),

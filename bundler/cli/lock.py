@@ -6,7 +6,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from bundler.cli.options import EngineOption, JsonFlag, ProjectArg, handles_errors
+from bundler.cli.options import (
+    CpuFlag,
+    CudaFlag,
+    EngineOption,
+    JsonFlag,
+    PlatformFlag,
+    ProjectArg,
+    PythonFlag,
+    RocmFlag,
+    TorchFlag,
+    handles_errors,
+)
 from bundler.cli.output import Output
 
 
@@ -15,17 +26,11 @@ def register(app: typer.Typer) -> None:
     @handles_errors
     def lock_command(
         project: ProjectArg = None,
-        cuda: Annotated[
-            Optional[str], typer.Option("--cuda", metavar="VER", help="Target the CUDA build, e.g. 12.8 (index cu128).")
-        ] = None,
-        rocm: Annotated[
-            Optional[str], typer.Option("--rocm", metavar="VER", help="Target the ROCm build, e.g. 6.4 (index rocm6.4).")
-        ] = None,
-        cpu: Annotated[bool, typer.Option("--cpu", help="Target the CPU build.")] = False,
-        torch: Annotated[
-            Optional[str], typer.Option("--torch", metavar="VER", help="torch release, e.g. 2.9.1 (2.9 = its latest patch).")
-        ] = None,
-        python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="Python minor version of the Target.")] = None,
+        cuda: CudaFlag = None,
+        rocm: RocmFlag = None,
+        cpu: CpuFlag = False,
+        torch: TorchFlag = None,
+        python: PythonFlag = None,
         torch_index: Annotated[
             Optional[str],
             typer.Option(
@@ -34,12 +39,7 @@ def register(app: typer.Typer) -> None:
                 help="Where torch comes from: PyTorch's index of the build (default), or PyPI when PyPI's build is the Target's.",
             ),
         ] = None,
-        platform: Annotated[
-            Optional[str],
-            typer.Option(
-                "--platform", metavar="linux/x86_64|linux/aarch64", help="The Target's platform (GH200/GB200 rentals are aarch64)."
-            ),
-        ] = None,
+        platform: PlatformFlag = None,
         resolver: Annotated[
             str,
             typer.Option(

@@ -37,6 +37,29 @@ EngineOption = Annotated[
         show_default=False,
     ),
 ]
+# The Target's flags, shared by `bundler lock` and `bundler init` (one wording, one metavar).
+CudaFlag = Annotated[
+    Optional[str], typer.Option("--cuda", metavar="VER", help="Target the CUDA build, e.g. 12.8 (index cu128).", show_default=False)
+]
+RocmFlag = Annotated[
+    Optional[str], typer.Option("--rocm", metavar="VER", help="Target the ROCm build, e.g. 6.4 (index rocm6.4).", show_default=False)
+]
+CpuFlag = Annotated[bool, typer.Option("--cpu", help="Target the CPU build.")]
+TorchFlag = Annotated[
+    Optional[str], typer.Option("--torch", metavar="VER", help="torch release, e.g. 2.9.1 (2.9 = its latest patch).", show_default=False)
+]
+PythonFlag = Annotated[
+    Optional[str], typer.Option("--python", metavar="X.Y", help="Python minor version of the Target.", show_default=False)
+]
+PlatformFlag = Annotated[
+    Optional[str],
+    typer.Option(
+        "--platform",
+        metavar="linux/x86_64|linux/aarch64",
+        help="The Target's platform (GH200/GB200 rentals are aarch64).",
+        show_default=False,
+    ),
+]
 INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP exit 128 + their number (bundler/launch.py)
 
 

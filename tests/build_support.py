@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -31,6 +32,20 @@ def build(project: Path, *args: str, env: dict | None = None, engine=None):
         args, env = (*args, *engine.args), {**(env or {}), **engine.env}
     result = run_cli("build", str(project), *args, "--json", env=env)
     data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else {}
+    return result, data
+
+
+def build_fresh(engine, project: Path, *args: str, env: dict | None = None, cache: Path | None = None):
+    """`build`, with its dependency image made by this build: one with the same key that an earlier
+    run left in the engine (a killed session, another checkout) is removed and the build made
+    again, since a reused dependency image skips what these tests look at (the route, the bytes
+    served, the source builds). ``cache`` is emptied before that second build."""
+    result, data = build(project, *args, env=env)
+    if (data.get("context") or {}).get("deps_reused"):
+        remove_built(engine, data)
+        if cache is not None:
+            shutil.rmtree(cache, ignore_errors=True)
+        result, data = build(project, *args, env=env)
     return result, data
 
 

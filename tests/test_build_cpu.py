@@ -16,7 +16,7 @@ import pytest
 
 from bundler.lock.run import run_lock
 from bundler.target.bundle import load_bundle
-from tests.build_support import BUNDLER_LABELS, OCI, build, layer_names, remove_built, remove_tag, run_container
+from tests.build_support import BUNDLER_LABELS, OCI, build, build_fresh, layer_names, remove_built, remove_tag, run_container
 from tests.conftest import scaffold_project
 from tests.fakeindex import real_torch_index
 from tests.registry import running_registry
@@ -35,7 +35,7 @@ def cpu_image(tmp_path_factory, docker_client, docker_engine, debian_python_imag
     run_lock(load_bundle(project), cpu=True)
     tag = "bundler-test/example-cpu:session"
     try:
-        result, data = build(project, "--base", debian_python_image, "--tag", tag)
+        result, data = build_fresh(docker_engine, project, "--base", debian_python_image, "--tag", tag)
     finally:
         patch.undo()
     try:

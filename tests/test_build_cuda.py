@@ -17,7 +17,7 @@ import pytest
 
 from bundler.lock.run import run_lock
 from bundler.target.bundle import load_bundle
-from tests.build_support import build, remove_built, run_container
+from tests.build_support import build, build_fresh, remove_built, run_container
 from tests.conftest import scaffold_project
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -34,7 +34,7 @@ def cuda_image(tmp_path_factory, docker_client, docker_engine, debian_python_ima
     tag, made = "bundler-test/example-cuda:session", []
     try:
         run_lock(load_bundle(project), cuda="12.8", torch="2.9.1", torch_index="pypi")
-        result, data = build(project, "--base", debian_python_image, "--tag", tag)
+        result, data = build_fresh(docker_engine, project, "--base", debian_python_image, "--tag", tag)
         made.append(data)
         assert result.returncode == 0, result.stderr[-3000:]
         yield project, data, tag, made

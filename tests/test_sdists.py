@@ -21,6 +21,7 @@ from bundler.lock.lockfile import Pin, bundle_lock
 from bundler.lock.sidecar import Sidecar, sidecar_problems, write_sidecar
 from bundler.lock.sources import source_builds, target_tags
 from bundler.target.bundle import Target, load_bundle
+from tests.build_support import build_fresh
 from tests.conftest import run_cli
 from tests.deps_support import cpu_project, source_archive
 from tests.dockerfile_support import hadolint, keywords, label_pairs, shell_commands, stages
@@ -140,7 +141,7 @@ def test_a_built_pin_allows_exactly_its_wheels_hash(tmp_path, indexed):
 
 # ----- a real source-only pin, built into a real image --------------------------------------------
 @pytest.fixture(scope="module")
-def built(tmp_path_factory, docker_client, debian_python_image, cpu_torch_wheel):
+def built(tmp_path_factory, docker_client, docker_engine, debian_python_image, cpu_torch_wheel):
     """pathtools 0.1.2 (PyPI has only its source archive) with the real CPU torch, locked and built."""
     root = tmp_path_factory.mktemp("sdist")
     index = real_torch_index(root / "torchindex", cpu_torch_wheel)
@@ -156,8 +157,7 @@ def built(tmp_path_factory, docker_client, debian_python_image, cpu_torch_wheel)
     assert locked.returncode == 0, locked.stderr[-2000:]
     (root / "sidecar-after-lock.json").write_bytes((project / "requirements-rebuild.json").read_bytes())
     tag = f"bundler-test/sdist-{uuid.uuid4().hex[:8]}:1"
-    done = run_cli("build", str(project), "--tag", tag, "--json", env=env)
-    data = json.loads(done.stdout) if done.stdout.startswith("{") else {}
+    done, data = build_fresh(docker_engine, project, "--tag", tag, env=env, cache=root / "cache")
     try:
         yield project, json.loads(locked.stdout), done, data, tag, env
     finally:

@@ -27,7 +27,6 @@ def register(app: typer.Typer) -> None:
         json_output: JsonFlag = False,
     ) -> None:
         """Run [project] entry (or CMD) into a new runs/<id>/ and record its evidence; exits with the entry's status."""
-        from bundler.contracts.secrets import looks_secret
         from bundler.errors import UsageError
         from bundler.evidence.entryrun import EntryProject, run_entry
         from bundler.target.bundle import load_bundle
@@ -46,7 +45,6 @@ def register(app: typer.Typer) -> None:
             run_id=run_id,
             resume=resume,
             command=command or None,
-            secret=looks_secret,
             echo_stdout=sys.stderr.buffer if json_output else None,
         )
         for name in result.killed:

@@ -78,10 +78,9 @@ def export_command(
 ) -> None:
     """Copy a run's evidence to DEST, check the copy against SHA-256 sums, then verify the copy."""
     from bundler.evidence.runs import export_run
-    from bundler.image.context import looks_secret  # the secret patterns: one switch when they move to the ground floor
 
     out = Output(json_output)
-    export = export_run(run_dir, dest, reload=not no_reload, python=python, secret=looks_secret)
+    export = export_run(run_dir, dest, reload=not no_reload, python=python)
     out.say(f"Wrote {export.checksums} ({export.files} files) and copied the run to {export.dest}; the copy matches every SHA-256.")
     for name, target in export.links.items():
         out.say(f"Kept as a link, its content not copied: {name} -> {target}", style="yellow")

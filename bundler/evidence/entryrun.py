@@ -19,13 +19,13 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
 from bundler.contracts.runid import is_run_id
+from bundler.contracts.secrets import looks_secret
 from bundler.errors import ExistsError, ProjectFileError, UsageError
 from bundler.evidence import entryrecord as record
 from bundler.evidence import runlock
@@ -80,7 +80,6 @@ def run_entry(
     run_id: str | None = None,
     resume: str | None = None,
     command: list[str] | None = None,
-    secret: Callable[[str, Path | None], bool],
     echo_stdout: BinaryIO | None = None,
 ) -> EntryRun:
     """Run the entry (or ``command``) into runs/<id>/ and record it; refused before anything is written."""
@@ -97,7 +96,7 @@ def run_entry(
                 hint="Leave --run-id out for a fresh ID, or continue an interrupted run with --resume ID.",
                 path=run_dir,
             )
-        manifest = _new_manifest(project, run_dir.name, argv, command is None, secret)
+        manifest = _new_manifest(project, run_dir.name, argv, command is None)
     killed = mark_killed(runs, skip=run_dir.name)
     runs.mkdir(parents=True, exist_ok=True)
     if resume is None:
@@ -176,7 +175,7 @@ def _command(project: EntryProject, command: list[str] | None) -> list[str]:
     return ["/bin/sh", "-c", project.entry]
 
 
-def _new_manifest(project: EntryProject, run_id: str, argv: list[str], is_entry: bool, secret: Callable) -> dict:
+def _new_manifest(project: EntryProject, run_id: str, argv: list[str], is_entry: bool) -> dict:
     root = project.root
     return {
         "kind": record.KIND,
@@ -188,7 +187,7 @@ def _new_manifest(project: EntryProject, run_id: str, argv: list[str], is_entry:
         "lock": record.lock_state(root, project.lock),
         "target": project.target,
         "image": _image(),
-        "params": [record.path_entry(root, name) | {"copy": f"{record.PARAMS_DIR}/{name}"} for name in _param_files(root, argv, secret)],
+        "params": [record.path_entry(root, name) | {"copy": f"{record.PARAMS_DIR}/{name}"} for name in _param_files(root, argv)],
         "inputs": [{"name": name} | record.path_entry(root, path) for name, path in _inputs(project).items()],
         "attempts": [],
     }
@@ -212,7 +211,7 @@ def _inputs(project: EntryProject) -> dict[str, str]:
     return project.inputs
 
 
-def _param_files(root: Path, argv: list[str], secret: Callable) -> list[str]:
+def _param_files(root: Path, argv: list[str]) -> list[str]:
     """The configuration files the command names (an argument, or the value of --opt=FILE) inside the project."""
     words = list(argv)
     if argv[:2] == ["/bin/sh", "-c"]:
@@ -229,7 +228,7 @@ def _param_files(root: Path, argv: list[str], secret: Callable) -> list[str]:
                 and record.inside(root, name)
                 and (root / name).is_file()
                 and not (root / name).is_symlink()
-                and not secret(name, root / name)
+                and not looks_secret(name, root / name)
                 and name not in found
             ):
                 found.append(name)

@@ -16,7 +16,6 @@ import math
 import os
 import shlex
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,12 +64,11 @@ def export_run(
     *,
     reload: bool = True,
     python: str | None = None,
-    secret: Callable[[str, Path | None], bool] = looks_secret,
 ) -> Export:
     """SHA-256 of every file into RUN_DIR/SHA256SUMS, copy to DEST, check the copy, verify it.
 
     A link inside the run is copied as the same link, never as what it points to; a file that
-    ``secret`` calls a secret is withheld. Both are listed on the Export."""
+    contracts/secrets.py calls a secret is withheld. Both are listed on the Export."""
     run_dir, dest = Path(run_dir), Path(dest)
     if not run_dir.is_dir():
         raise UsageError(f"run folder {run_dir} does not exist.", hint="Pass a folder under runs/, e.g. runs/pilot-001.", path=run_dir)
@@ -90,7 +88,7 @@ def export_run(
         raise UsageError(
             f"export destination {dest} is inside the run folder {run_dir}.", hint="Export to a folder outside the run.", path=dest
         )
-    plan = _export_plan(run_dir, secret)
+    plan = _export_plan(run_dir)
     hashes = file_hashes(run_dir)
     for name in plan.withheld:
         hashes.pop(name, None)
@@ -120,7 +118,7 @@ class ExportPlan:
     withheld: list[str] = field(default_factory=list)
 
 
-def _export_plan(run_dir: Path, secret: Callable[[str, Path | None], bool]) -> ExportPlan:
+def _export_plan(run_dir: Path) -> ExportPlan:
     """What the copy holds: every folder and file, links as links (never followed), secrets withheld."""
     plan = ExportPlan()
     for current, folders, files in os.walk(run_dir):
@@ -130,7 +128,7 @@ def _export_plan(run_dir: Path, secret: Callable[[str, Path | None], bool]) -> E
             relative = path.relative_to(run_dir).as_posix()
             if relative == CHECKSUMS:
                 continue
-            if secret(relative, path if path.is_file() and not path.is_symlink() else None):
+            if looks_secret(relative, path if path.is_file() and not path.is_symlink() else None):
                 plan.withheld += _inside(run_dir, path) if path.is_dir() and not path.is_symlink() else [relative]
             elif path.is_symlink():
                 _refuse_a_loop(run_dir, path)

@@ -17,8 +17,9 @@ from tests.conftest import run_cli
 # shape -> (the source used, the lock's input, a line it must contain, the entry)
 EXPECTED = {
     "requirements": ("requirements.txt", "requirements.txt", "tqdm>=4.60", "python train.py"),
-    "pep621": ("pyproject.toml", "requirements.in", "tqdm>=4.60", "python -m tinypkg.train"),
-    "setuppy": ("setup.py", "requirements.in", "tqdm>=4.60", "python -c 'import sys; from oldpkg.cli import main; sys.exit(main())'"),
+    "pep621": ("pyproject.toml", "requirements.in", "tqdm>=4.60", "tiny-train"),  # installed with the project's wheel
+    "setuppy": ("setup.py", "requirements.in", "tqdm>=4.60", "old-train"),
+    "srclayout": ("pyproject.toml", "requirements.in", "packaging>=23", "src-hello"),
     "poetry": ("pyproject.toml", "requirements.in", "tqdm>=4.66,<4.67", "python -m poetpkg.train"),
     "conda": ("environment.yml", "requirements.in", "opencv-python==4.8.*", "python scripts/train.py"),
     "pipfile": ("Pipfile", "requirements.in", "tqdm>=4.60", "python main.py"),
@@ -46,6 +47,8 @@ def test_each_shape_is_adopted_in_place_and_nothing_of_it_changes(tmp_path, shap
     assert ("requirements.in" in added) == (lock_input == "requirements.in")
     bundle = load_bundle(root)
     assert bundle.entry == entry and bundle.requirements == lock_input and bundle.target.backend == "cpu"
+    packaged = shape in ("pep621", "setuppy", "poetry", "srclayout")  # a package of its own: its wheel goes into the image
+    assert bundle.install_project == packaged == data["install_project"]
     if lock_input == "requirements.in":  # each line says where it came from
         written = [text for text in (root / "requirements.in").read_text().splitlines() if text and not text.startswith("#")]
         assert written and all("  # " in text for text in written)
@@ -161,7 +164,8 @@ def test_dry_run_prints_what_would_be_written_and_writes_nothing(tmp_path):
     result, data = adopt(root, "--cpu", "--dry-run")
     assert result.returncode == 0 and data["dry_run"] is True
     assert tree_hashes(root) == before and not [p for p in root.iterdir() if p.name.startswith(".bundler-init")]
-    assert tomlkit.parse(data["files"]["bundle.toml"])["project"]["entry"] == "python -m tinypkg.train"
+    assert tomlkit.parse(data["files"]["bundle.toml"])["project"]["entry"] == "tiny-train"
+    assert tomlkit.parse(data["files"]["bundle.toml"])["build"]["install_project"] is True
     assert "--- bundle.toml" in run_cli("init", str(root), "--cpu", "--dry-run", "--no-input").stderr
 
 
@@ -199,7 +203,8 @@ def test_the_entry_found_runs_from_the_repository_root(tmp_path):
     import subprocess
     import sys
 
-    for shape, expected in (("pep621", "trained 3"), ("pipfile", "trained 3"), ("setuppy", "old")):
+    # a console script (pep621, setuppy) runs once the project's wheel is installed: tests/test_init_build.py
+    for shape, expected in (("poetry", "trained 3"), ("pipfile", "trained 3")):
         root = write_shape(tmp_path / shape, shape)
         assert adopt(root, "--cpu")[0].returncode == 0
         ran = subprocess.run(

@@ -113,16 +113,37 @@ def builder_image(engine: Engine, base: BaseImage, python: str, packages: list[s
 
 def build_in_container(engine: Engine, image: str, python: str, sdist: Path, name: str, version: str, say: Say) -> tuple[Path, str]:
     """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log)."""
+    say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
+    code, log, wheels = _pip_wheel(engine, image, python, sdist.parent, f'"/in/{sdist.name}"', name)
+    if code != 0 or len(wheels) != 1:
+        raise build_failure(name, version, sdist, code, log)
+    return wheels[0], log
+
+
+def build_tree_in_container(engine: Engine, image: str, python: str, tree: Path, name: str, say: Say) -> tuple[Path, str]:
+    """A PEP 517 build of the project folder ``tree`` (copied inside the container first, since
+    backends write into the tree they build); (the wheel, in a folder the caller removes; the log)."""
+    say(f"Building the project's own wheel ({name}) with its build backend, in the builder container…")
+    code, log, wheels = _pip_wheel(engine, image, python, tree.parent, "/tmp/project-src", name, copy_from=f"/in/{tree.name}")
+    if code != 0 or len(wheels) != 1:
+        raise project_build_failure(name, code, log, len(wheels))
+    return wheels[0], log
+
+
+def _pip_wheel(
+    engine: Engine, image: str, python: str, mounted: Path, what: str, name: str, copy_from: str = ""
+) -> tuple[int, str, list[Path]]:
+    """``pip wheel --no-deps what`` in a fresh venv of ``image`` with ``mounted`` at /in; (exit, log, wheels)."""
     out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
     env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
     env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"})
     mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()]
-    mounts += [Mount(str(sdist.parent), "/in"), Mount(str(out), "/out", read_only=False)]
+    mounts += [Mount(str(mounted), "/in"), Mount(str(out), "/out", read_only=False)]
+    copy = f"cp -R {copy_from} {what}; " if copy_from else ""
     script = (
-        f"set -e; PY=$(command -v {python}); cd /tmp; "
-        f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out "/in/{sdist.name}"'
+        f"set -e; PY=$(command -v {python}); cd /tmp; {copy}"
+        f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out {what}'
     )
-    say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
     spec = RunSpec(
         image,
         [script],
@@ -137,27 +158,48 @@ def build_in_container(engine: Engine, image: str, python: str, sdist: Path, nam
         ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)  # exit -1: the build ran past its time
     except EngineFailure as error:
         raise BuildError(
-            f"the builder container for {name}=={version} could not run: {error.explanation[:300]}.",
+            f"the builder container for {name} could not run: {error.explanation[:300]}.",
             hint="Check the engine's log and its free disk space, then build again.",
             value=name,
         ) from None
-    code, log = ran.exit_code, ran.output
-    wheels = sorted(out.glob("*.whl"))
-    if code != 0 or len(wheels) != 1:
-        raise build_failure(name, version, sdist, code, log)
-    return wheels[0], log
+    return ran.exit_code, ran.output, sorted(out.glob("*.whl"))
+
+
+def _log_tail(log: str) -> str:
+    return "\n  ".join([line for line in log.splitlines() if line.strip()][-12:])
+
+
+def _unreachable(what: str, name: str, log: str) -> Exception | None:
+    """The builder could not reach PyPI for the build requirements: one refusal for every build."""
+    if not re.search(r"Could not fetch URL|NewConnectionError|Temporary failure in name resolution|SSLError|ProxyError", log):
+        return None
+    return ExternalError(
+        f"building {what} needs its build requirements from PyPI, which the builder container could not reach:\n  {_log_tail(log)}",
+        hint="Check the proxy (PIP_PROXY / HTTPS_PROXY) and the CA bundle (PIP_CERT); the container gets both from this host.",
+        value=name,
+    )
+
+
+def project_build_failure(name: str, code: int, log: str, wheels: int) -> Exception:
+    unreachable = _unreachable(f"the project's own wheel ({name})", name, log)
+    if unreachable is not None:
+        return unreachable
+    tail = _log_tail(log)
+    why = "the build ran past its time limit" if code == -1 else f"the build exited {code}" if code else f"it gave {wheels} wheels, not one"
+    return BuildError(
+        f"the project's own package ({name}) did not build into a wheel from the files the image gets: {why}.\n  {tail}",
+        hint="The build sees the project through .dockerignore (secrets and version control left out): a backend that reads its "
+        "version from git (setuptools-scm, hatch-vcs) needs SETUPTOOLS_SCM_PRETEND_VERSION or a static version. Try "
+        "`pip wheel --no-deps .` here; or set [build] install_project = false in bundle.toml to run the code from the source tree.",
+        value=name,
+    )
 
 
 def build_failure(name: str, version: str, sdist: Path, code: int, log: str) -> Exception:
-    lines = [line for line in log.splitlines() if line.strip()]
-    tail = "\n  ".join(lines[-12:])
-    if re.search(r"Could not fetch URL|NewConnectionError|Temporary failure in name resolution|SSLError|ProxyError", log):
-        return ExternalError(
-            f"building {name}=={version} from {sdist.name} needs its build requirements from PyPI, which the builder container could not "
-            f"reach:\n  {tail}",
-            hint="Check the proxy (PIP_PROXY / HTTPS_PROXY) and the CA bundle (PIP_CERT); the container gets both from this host.",
-            value=name,
-        )
+    unreachable = _unreachable(f"{name}=={version} from {sdist.name}", name, log)
+    if unreachable is not None:
+        return unreachable
+    tail = _log_tail(log)
     header = re.search(r"fatal error: ([\w./+-]+\.h): No such file", log)
     why = (
         f"it needs the headers of a system library ({header.group(1)}) that the builder does not have"

@@ -21,6 +21,7 @@ passes silently)::
     [build]
     lock = "requirements-rebuild.txt"
     requirements = "requirements.in"       # the lock's input: an adopted project's own requirements file
+    install_project = false                # true: the project's own package built (PEP 517) and installed in the image
     size_budget_mb = 3000
 
     [[extensions]]                         # zero or more
@@ -91,6 +92,7 @@ class Bundle:
     target: Target
     lock: str = "requirements-rebuild.txt"
     requirements: str = "requirements.in"
+    install_project: bool = False  # the project's own package goes into the image as a wheel built from it
     size_budget_mb: int = 3000
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
     inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
@@ -201,7 +203,7 @@ def load_bundle(project: Path | None = None) -> Bundle:
 _SECTIONS = {
     "project": {"name", "package", "entry"},
     "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index"},
-    "build": {"lock", "requirements", "size_budget_mb"},
+    "build": {"lock", "requirements", "size_budget_mb", "install_project"},
     "diagnostics": {"memory_hook", "results_dir", "dataloader_workers"},
 }
 _EXTENSION_KEYS = {"name", "module", "compile", "check"}
@@ -242,6 +244,14 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
             path=path,
             value=budget,
         )
+    install_project = build.get("install_project", False)
+    if not isinstance(install_project, bool):
+        raise ProjectFileError(
+            f"{path}: [build] install_project must be true or false, got {install_project!r}.",
+            hint="true builds the project's own package (its pyproject.toml or setup.py) into the image as a wheel; false leaves it out.",
+            path=path,
+            value=install_project,
+        )
     return Bundle(
         root=root,
         name=project["name"],
@@ -251,6 +261,7 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
         requirements=_lock_name(root, path, build.get("requirements", "requirements.in"), key="requirements"),
         size_budget_mb=budget,
+        install_project=install_project,
         extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
         inputs=_inputs(root, path, data.get("inputs", {})),
     )

@@ -31,6 +31,12 @@ def test_adopted_repository_locks_builds_and_runs_its_own_command(
     assert json.loads(locked.stdout)["ok"] is True
     checked = run_cli("check", str(root))
     assert checked.returncode == 0, checked.stderr
+    assert "matches requirements.txt" in checked.stdout + checked.stderr  # the lock's input is the project's own file
+    original = (root / "requirements.txt").read_text()
+    (root / "requirements.txt").write_text(original + "packaging\n")
+    stale = run_cli("check", str(root))
+    (root / "requirements.txt").write_text(original)
+    assert stale.returncode == 1 and "requirements.txt changed since the lock was written" in stale.stdout + stale.stderr
     tag = "bundler-test/adopted:1"
     result, data = build(root, "--base", debian_python_image, "--tag", tag)
     try:

@@ -111,32 +111,46 @@ def builder_image(engine: Engine, base: BaseImage, python: str, packages: list[s
             ) from None
 
 
-def build_in_container(engine: Engine, image: str, python: str, sdist: Path, name: str, version: str, say: Say) -> tuple[Path, str]:
-    """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log)."""
+def build_in_container(
+    engine: Engine, image: str, python: str, sdist: Path, name: str, version: str, say: Say, input_name: str = "requirements.in"
+) -> tuple[Path, str]:
+    """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log).
+    ``input_name``: the lock's input (bundle.toml [build] requirements), named in the refusal's hint."""
     say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
     code, log, wheels = _pip_wheel(engine, image, python, sdist.parent, f'"/in/{sdist.name}"', name)
     if code != 0 or len(wheels) != 1:
-        raise build_failure(name, version, sdist, code, log)
+        raise build_failure(name, version, sdist, code, log, input_name)
     return wheels[0], log
 
 
-def build_tree_in_container(engine: Engine, image: str, python: str, tree: Path, name: str, say: Say) -> tuple[Path, str]:
+def build_tree_in_container(
+    engine: Engine, image: str, python: str, tree: Path, name: str, say: Say, environment: dict[str, str] | None = None
+) -> tuple[Path, str]:
     """A PEP 517 build of the project folder ``tree`` (copied inside the container first, since
     backends write into the tree they build); (the wheel, in a folder the caller removes; the log)."""
     say(f"Building the project's own wheel ({name}) with its build backend, in the builder container…")
-    code, log, wheels = _pip_wheel(engine, image, python, tree.parent, "/tmp/project-src", name, copy_from=f"/in/{tree.name}")
+    code, log, wheels = _pip_wheel(
+        engine, image, python, tree.parent, "/tmp/project-src", name, copy_from=f"/in/{tree.name}", environment=environment
+    )
     if code != 0 or len(wheels) != 1:
         raise project_build_failure(name, code, log, len(wheels))
     return wheels[0], log
 
 
 def _pip_wheel(
-    engine: Engine, image: str, python: str, mounted: Path, what: str, name: str, copy_from: str = ""
+    engine: Engine,
+    image: str,
+    python: str,
+    mounted: Path,
+    what: str,
+    name: str,
+    copy_from: str = "",
+    environment: dict[str, str] | None = None,
 ) -> tuple[int, str, list[Path]]:
     """``pip wheel --no-deps what`` in a fresh venv of ``image`` with ``mounted`` at /in; (exit, log, wheels)."""
     out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
     env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
-    env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"})
+    env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"} | (environment or {}))
     mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()]
     mounts += [Mount(str(mounted), "/in"), Mount(str(out), "/out", read_only=False)]
     copy = f"cp -R {copy_from} {what}; " if copy_from else ""
@@ -189,13 +203,13 @@ def project_build_failure(name: str, code: int, log: str, wheels: int) -> Except
     return BuildError(
         f"the project's own package ({name}) did not build into a wheel from the files the image gets: {why}.\n  {tail}",
         hint="The build sees the project through .dockerignore (secrets and version control left out): a backend that reads its "
-        "version from git (setuptools-scm, hatch-vcs) needs SETUPTOOLS_SCM_PRETEND_VERSION or a static version. Try "
+        "version from git is given the version `git describe` gives here (setuptools-scm, hatch-vcs); others need a static version. Try "
         "`pip wheel --no-deps .` here; or set [build] install_project = false in bundle.toml to run the code from the source tree.",
         value=name,
     )
 
 
-def build_failure(name: str, version: str, sdist: Path, code: int, log: str) -> Exception:
+def build_failure(name: str, version: str, sdist: Path, code: int, log: str, input_name: str = "requirements.in") -> Exception:
     unreachable = _unreachable(f"{name}=={version} from {sdist.name}", name, log)
     if unreachable is not None:
         return unreachable
@@ -210,8 +224,8 @@ def build_failure(name: str, version: str, sdist: Path, code: int, log: str) -> 
     )
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
-        hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in requirements.in, then `bundler lock`), or "
+        hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in {input_name}, then `bundler lock`), or "
         f"build the wheel where it builds (`pip wheel --no-deps {name}=={version} -w wheels/`) and list `./wheels/<the file>.whl` in "
-        "requirements.in: bundler then locks and installs that file.",
+        f"{input_name}: bundler then locks and installs that file.",
         value=name,
     )

@@ -27,7 +27,8 @@ def import_argv(bundle: Bundle, python: str) -> tuple[str, ...] | None:
     side = read_sidecar(bundle.lock_path)
     if side is None:
         return None
-    argv = (python, "-m", "bdiag.imports", "--direct", json.dumps(sorted(side.direct)), "--budget", str(int(BUDGET_S)))
+    direct = json.dumps(sorted(side.direct))
+    argv = (python, "-m", "bdiag.imports", "--direct", direct, "--budget", str(int(BUDGET_S)), "--input", bundle.requirements)
     return argv + (("--gpu-target",) if bundle.target.backend in ("cuda", "rocm") else ())
 
 
@@ -41,7 +42,7 @@ def failure(finding: dict) -> BuildError | None:
     return BuildError(
         f"direct dependencies do not import in the new image; the image was removed and nothing tagged:\n  {listed}"
         + (f"\n  … and {more} more" if more > 0 else ""),
-        hint="Follow the hint of each module above (requirements.in, then `bundler lock` and `bundler build`).",
+        hint="Follow the hint of each module above, then `bundler lock` and `bundler build`.",
         value=failures[0]["module"] or failures[0]["distribution"],
         result={"imports": finding},
     )

@@ -16,18 +16,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
+from bundler import tomlcompat
 from bundler.errors import BuildError
 from bundler.fsutil import atomic_write_text, sha256_file
 from bundler.image import builder, layout
 from bundler.image.context import ProjectFiles
 from bundler.image.dockerfile import run_step
+from bundler.image.labels import git_output
 from bundler.image.wheelbuild import store, target_key
 from bundler.image.wheelhouse import cache_root
 from bundler.lock.sources import target_tags
@@ -54,9 +58,39 @@ class ProjectWheel:
         return {"file": self.filename, "sha256": self.sha256, "reused": self.reused}
 
 
-def tree_key(files: ProjectFiles, target, base_reference: str) -> str:
-    """What the wheel is a function of: every file sent (path, kind, content) and the Target."""
-    digest = hashlib.sha256(f"{RECIPE}\0{target_key(target, base_reference)}\0".encode())
+VCS_VERSIONED = re.compile(r"^(setuptools[-_]scm|hatch[-_]vcs)\b", re.IGNORECASE)  # backends that read the version from git
+
+
+def vcs_version(root: Path) -> dict[str, str]:
+    """The builder's environment for a backend that reads its version from git, which the build never
+    sees (.git stays out of the image): the version git describes here, through setuptools-scm's own
+    override (hatch-vcs uses it too). {} for any other backend."""
+    try:
+        requires = tomlcompat.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["build-system"]["requires"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if not any(isinstance(item, str) and VCS_VERSIONED.match(item.strip()) for item in requires):
+        return {}
+    return {"SETUPTOOLS_SCM_PRETEND_VERSION": described_version(root)}
+
+
+def described_version(root: Path) -> str:
+    """``git describe``'s answer as PEP 440: tag 1.2 -> 1.2; 3 commits on -> 1.2.post3+gSHA; no tag -> 0+gSHA; no git -> 0+unknown."""
+    described = git_output(root, "describe", "--tags", "--long", "--always")
+    match = re.fullmatch(r"v?(.+)-(\d+)-g([0-9a-f]+)", described)
+    if match:
+        tag, distance, commit = match.groups()
+        candidate = tag if distance == "0" else f"{tag}.post{distance}+g{commit}"
+        try:
+            return str(Version(candidate))
+        except InvalidVersion:
+            return f"0+g{commit}"
+    return f"0+g{described}" if re.fullmatch(r"[0-9a-f]{4,40}", described) else "0+unknown"
+
+
+def tree_key(files: ProjectFiles, target, base_reference: str, environment: dict[str, str]) -> str:
+    """What the wheel is a function of: every file sent (path, kind, content), the Target and the builder's environment."""
+    digest = hashlib.sha256(f"{RECIPE}\0{target_key(target, base_reference)}\0{json.dumps(environment, sort_keys=True)}\0".encode())
     for relative in files.included:
         path = files.root / relative
         content = os.readlink(path).encode() if path.is_symlink() else sha256_file(path).encode()
@@ -66,7 +100,8 @@ def tree_key(files: ProjectFiles, target, base_reference: str) -> str:
 
 def project_wheel(bundle, files: ProjectFiles, engine, base, say=lambda text: None) -> ProjectWheel:
     """The project's wheel for this tree and Target: from the cache, else built in the builder container."""
-    key = tree_key(files, bundle.target, base.reference)
+    environment = vcs_version(bundle.root)
+    key = tree_key(files, bundle.target, base.reference, environment)
     record = cache_dir() / "project-wheels" / key[:2] / f"{key}.json"
     cached = _cached(record)
     if cached is not None:
@@ -75,7 +110,8 @@ def project_wheel(bundle, files: ProjectFiles, engine, base, say=lambda text: No
         tree = Path(work) / "project"
         copy_tree(files, tree)
         image = builder.builder_image(engine, base, f"python{bundle.target.python}", [], say)
-        wheel, _ = builder.build_tree_in_container(engine, image, f"python{bundle.target.python}", tree, bundle.name, say)
+        python = f"python{bundle.target.python}"
+        wheel, _ = builder.build_tree_in_container(engine, image, python, tree, bundle.name, say, environment)
         try:
             check_wheel(wheel, bundle)
             digest = sha256_file(wheel)

@@ -52,7 +52,7 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
     key = target_key(bundle.target, base.reference)
     replacements = {}
     for item in side.source_builds:
-        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say)
+        wheel, digest = _wheel_for(item, key, lock, bundle, engine, base, say)
         recorded = item.get("wheels", {}).get(key)
         if recorded and recorded.get("sha256") != digest:
             notes.append(
@@ -120,13 +120,15 @@ def _cached_wheel(item: dict, key: str) -> tuple[Path, str] | None:
     return None
 
 
-def _wheel_for(item: dict, key: str, lock: Lock, target, engine, base, say) -> tuple[Path, str]:
+def _wheel_for(item: dict, key: str, lock: Lock, bundle, engine, base, say) -> tuple[Path, str]:
+    target = bundle.target
     cached = _cached_wheel(item, key)
     if cached is not None:
         return cached
     sdist = _sdist(item, lock)
     image = builder.builder_image(engine, base, f"python{target.python}", builder.needed_compilers(sdist), say)
-    wheel, _ = builder.build_in_container(engine, image, f"python{target.python}", sdist, item["name"], item["version"], say)
+    python = f"python{target.python}"
+    wheel, _ = builder.build_in_container(engine, image, python, sdist, item["name"], item["version"], say, bundle.requirements)
     try:
         _check_wheel(wheel, item, target)
         digest = sha256_file(wheel)

@@ -108,7 +108,9 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_nam
         attempt = _resolve_once(spec, settings, pairs, urls, previous_body if kept_pins else None, engine_name)
         notes, retried = [], False
         if attempt.code != 0 and kept_pins and _conflict(attempt.log):
-            notes.append("the previous lock's pins conflicted with requirements.in, so everything was resolved again (as --upgrade does)")
+            notes.append(
+                f"the previous lock's pins conflicted with {spec.bundle.requirements}, so everything was resolved again (as --upgrade does)"
+            )
             kept_pins, retried = False, True
             attempt = _resolve_once(spec, settings, pairs, urls, None, engine_name)
         if attempt.code != 0:

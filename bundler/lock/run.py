@@ -77,7 +77,7 @@ def run_lock(
     spec = make_spec(bundle, target, table, resolver)
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)
-    lock = read_lock(spec.lock_path, spec.requirements_in, target)
+    lock = read_lock(spec.lock_path, spec.requirements_in, target, spec.bundle.requirements)
     state = lock.state
     if state.status == "tampered" and not upgrade:
         raise LockError(
@@ -115,15 +115,15 @@ def run_lock(
         input_sha256=spec.input_sha256,
         resolver=f"{resolution.resolver} {where} for {target.platform}",
     )
-    text = render_lock(spec.lock_path.name, header, resolution.body)
-    ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)
+    text = render_lock(spec.lock_path.name, header, resolution.body, spec.bundle.requirements)
+    ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path, spec.bundle.requirements)
     backup = None
     if state.status == "tampered":
         backup = spec.lock_path.with_name(spec.lock_path.name + ".edited")
         shutil.copy2(spec.lock_path, backup)
     atomic_write_text(spec.lock_path, text)
     spec.notes.extend(resolution.notes)
-    side = refresh_sidecar(spec, read_lock(spec.lock_path, spec.requirements_in, target), say)
+    side = refresh_sidecar(spec, read_lock(spec.lock_path, spec.requirements_in, target, spec.bundle.requirements), say)
     updated = target != bundle.target
     if updated:
         update_target(bundle, target)

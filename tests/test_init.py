@@ -93,6 +93,17 @@ def test_several_sources_say_which_was_used_and_where_they_disagree(tmp_path):
     assert "disagree" in result.stderr
 
 
+def test_poetrys_multiple_constraints_for_one_package_are_one_statement_not_a_disagreement(tmp_path):
+    root = write_shape(tmp_path / "multi", "poetry")
+    constraints = 'virtualenv = [\n  { version = "^20.4.3" },\n  { version = "<20.16.4", markers = "sys_platform == \'win32\'" },\n]\n'
+    pyproject = (root / "pyproject.toml").read_text().replace('tqdm = "~4.66"\n', 'tqdm = "~4.66"\n' + constraints)
+    (root / "pyproject.toml").write_text(pyproject)
+    result, data = adopt(root, "--cpu")
+    assert result.returncode == 0 and data["disagreements"] == [], data["disagreements"]
+    written = (root / "requirements.in").read_text()
+    assert "virtualenv>=20.4.3,<21.0.0 " in written and "virtualenv<20.16.4; (sys_platform == 'win32')" in written  # both kept
+
+
 @pytest.mark.parametrize(
     ("files", "target", "adjusted"),
     [

@@ -87,7 +87,8 @@ def _say(out: Output, adoption, dry_run: bool, findings: int, shown: str) -> Non
             out.say(f"  {label}: {item}")
     if adoption.undeclared:
         out.say(
-            "  imported by the code, provided by no requirement (one may bring it along; if not, add it): " + ", ".join(adoption.undeclared)
+            f"  imported by the code, provided by no requirement (one may bring it along; if not, add it to {adoption.requirements}): "
+            + ", ".join(adoption.undeclared)
         )
     out.say(f"Target: {inferred.target.describe()}.")
     for label, items in (("stated", inferred.stated), ("adjusted", inferred.adjusted), ("guessed", inferred.guesses)):

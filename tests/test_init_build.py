@@ -77,6 +77,7 @@ def test_the_projects_own_package_is_built_into_the_image_as_a_hashed_wheel(
         assert result.returncode == 0, result.stderr[-3000:]
         wheel = data["project_wheel"]
         assert wheel["file"].startswith("srcpkg-0.1.0-") and wheel["reused"] is False and len(wheel["sha256"]) == 64
+        assert f"Project wheel: {wheel['file']} (sha256 {wheel['sha256'][:16]}…, built by the project's own backend)" in result.stderr
         code, logs, container = run_container(docker_client, tag, ["pilot"])  # the entry: the console script, on PATH
         container.remove(force=True)
         assert code == 0 and "hello from srcpkg packaging" in logs, logs

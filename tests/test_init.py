@@ -307,7 +307,8 @@ def test_modules_the_code_imports_that_no_requirement_provides_are_named(tmp_pat
     )  # torch's wheels do not depend on numpy: it is named unless a requirement provides it
     extra = {"train.py": code, "helpers.py": "", "requirements.txt": "pyyaml\n", "tests/test_x.py": "import pytest_only\n"}
     result, data = adopt(write_shape(tmp_path / "u", "requirements", extra), "--cpu")
-    assert result.returncode == 0 and data["undeclared_imports"] == ["numpy (train.py:10)", "pkg_resources (train.py:5)", "psutil (train.py:2)"]
+    assert result.returncode == 0
+    assert data["undeclared_imports"] == ["numpy (train.py:10)", "pkg_resources (train.py:5)", "psutil (train.py:2)"]
     assert "psutil (train.py:2)" in result.stderr and "add it to requirements.txt)" in result.stderr  # the lock's input
     extra["requirements.txt"] = "pyyaml\npsutil\nsetuptools<82\nnumpy\n"
     assert adopt(write_shape(tmp_path / "v", "requirements", extra), "--cpu")[1]["undeclared_imports"] == []

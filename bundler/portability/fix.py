@@ -30,6 +30,7 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from bundler.contracts.dotenv import writable
 from bundler.fsutil import replace_with_backups
 from bundler.portability import scan as paths
 from bundler.portability.classify import ENV_LOCAL, read_env_local
@@ -94,7 +95,7 @@ def fix(
     outcome = FixResult(root=root)
     plans = {}
     for relative in sorted(by_file):
-        plan = context.plan(relative, by_file[relative])
+        plan = _unwritable_refused(context.plan(relative, by_file[relative]), values)
         outcome.changes.append(plan.change)
         if plan.data is not None:
             plans[relative] = plan
@@ -108,6 +109,15 @@ def fix(
     ]
     outcome.backup_dir, outcome.written = replace_with_backups(root, writes, "bundler paths --fix")
     return outcome
+
+
+def _unwritable_refused(plan: _Plan, values: dict[str, str]) -> _Plan:
+    """``plan``, or its refusal when a parameter it reads has a value no .env.local line carries exactly."""
+    for name in sorted(plan.names):
+        why = writable(name, values.get(name, ""))
+        if why is not None:
+            return _Plan(FileChange(plan.change.file, "refused", reason=f"{why}: not modified"))
+    return plan
 
 
 class _Context:

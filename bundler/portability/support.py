@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePosixPath
 
+from bundler.contracts.dotenv import assignment, writable
 from bundler.portability.classify import ENV_LOCAL, read_env_local
 from bundler.portability.rewrite import _json_indent
 
@@ -52,7 +53,7 @@ def _env_local_text(root: Path, parameters: dict[str, str]) -> str | None:
     )
     if text and not text.endswith("\n"):
         text += "\n"
-    return text + "".join(f"{name}={value}\n" for name, value in sorted(missing.items()))
+    return text + "".join(assignment(name, value) + "\n" for name, value in sorted(missing.items()) if writable(name, value) is None)
 
 
 def _declare_parameters(root: Path, parameters: dict[str, str]) -> tuple[str, str] | None:

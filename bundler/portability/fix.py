@@ -95,7 +95,8 @@ def fix(
     outcome = FixResult(root=root)
     plans = {}
     for relative in sorted(by_file):
-        plan = _unwritable_refused(context.plan(relative, by_file[relative]), values)
+        plan = context.plan(relative, by_file[relative])
+        plan = plan if plan.change.status == "refused" else _unwritable_refused(plan, values)
         outcome.changes.append(plan.change)
         if plan.data is not None:
             plans[relative] = plan
@@ -104,11 +105,32 @@ def fix(
     if not apply or not plans:
         return outcome
     helper_dirs = {str(PurePosixPath(r).parent) for r, p in plans.items() if p.helper}
-    writes = [(r, p.data) for r, p in plans.items() if p.data is not None] + [
-        (r, t.encode("utf-8")) for r, t in _support_files(root, outcome.parameters, helper_dirs)
+    # The helper, .env.local and .gitignore first: a file that imports the helper never lands before it.
+    writes = [(r, t.encode("utf-8")) for r, t in _support_files(root, outcome.parameters, helper_dirs)] + [
+        (r, p.data) for r, p in plans.items() if p.data is not None
     ]
     outcome.backup_dir, outcome.written = replace_with_backups(root, writes, "bundler paths --fix")
     return outcome
+
+
+def renumber(fixed: FixResult, rescanned: paths.ScanResult) -> None:
+    """Give each "left as is" item the line and column it has in the file as now written.
+
+    The items were found before the rewrite; an inserted import or shell block moves what
+    follows. The k-th item with a text in a file is the k-th finding of that text there now.
+    """
+    for change in fixed.changes:
+        if change.status != "fixed" or not change.manual:
+            continue
+        now: dict[str, list[paths.Finding]] = {}
+        for finding in rescanned.findings:
+            if finding.file == change.file:
+                now.setdefault(finding.text, []).append(finding)
+        for item in change.manual:
+            places = now.get(item["text"])
+            if places:
+                place = places.pop(0)
+                item["line"], item["column"] = place.line, place.column
 
 
 def _unwritable_refused(plan: _Plan, values: dict[str, str]) -> _Plan:
@@ -124,7 +146,7 @@ class _Context:
     def __init__(self, root: Path, scanner, values: dict[str, str], scanned: paths.ScanResult) -> None:
         self.root, self.scanner, self.values, self.scanned = root, scanner, values, scanned
         existing = root / ENV_LOCAL
-        self.env_local = _env_local_text(root, values) or (
+        self.env_local = _env_local_text(root, values, for_proof=True) or (
             existing.read_text(encoding="utf-8", errors="replace") if existing.is_file() else ""
         )
 

@@ -37,7 +37,10 @@ def _support_files(root: Path, parameters: dict[str, str], helper_dirs: set[str]
     return files
 
 
-def _env_local_text(root: Path, parameters: dict[str, str]) -> str | None:
+def _env_local_text(root: Path, parameters: dict[str, str], *, for_proof: bool = False) -> str | None:
+    """.env.local with the missing parameters added, or None when none is missing. A value no line
+    can carry is left out; ``for_proof`` writes it raw instead, so that a shell proof still finds
+    the rewrite's own fault (the file is refused for the value in any case)."""
     path = root / ENV_LOCAL
     existing = read_env_local(path)
     missing = {name: value for name, value in parameters.items() if name not in existing}
@@ -53,7 +56,12 @@ def _env_local_text(root: Path, parameters: dict[str, str]) -> str | None:
     )
     if text and not text.endswith("\n"):
         text += "\n"
-    return text + "".join(assignment(name, value) + "\n" for name, value in sorted(missing.items()) if writable(name, value) is None)
+    lines = [
+        assignment(name, value) if writable(name, value) is None else f"{name}={value}"
+        for name, value in sorted(missing.items())
+        if for_proof or writable(name, value) is None
+    ]
+    return text + "".join(line + "\n" for line in lines)
 
 
 def _declare_parameters(root: Path, parameters: dict[str, str]) -> tuple[str, str] | None:

@@ -24,7 +24,7 @@ from bundler.errors import ProjectFileError
 from bundler.fsutil import read_json
 from bundler.image.context import clean_patterns, is_ignored
 from bundler.lock.lockfile import bundle_lock
-from bundler.lock.sidecar import lock_sidecar_problems
+from bundler.lock.sidecar import lock_sidecar_problems, pin_changes
 from bundler.portability.scan import scan
 from bundler.target.bundle import Bundle
 
@@ -94,10 +94,12 @@ def check_lock(bundle: Bundle) -> Item:
         if problems:
             return Item("lock present and fresh", FAIL, "; ".join(problems), "Run `bundler lock` (it rewrites the sidecar).")
         return Item("lock present and fresh", PASS, state.detail)
+    changes = pin_changes(lock) if state.status == "tampered" else []
+    named = f" Changed by hand: {'; '.join(changes)}." if changes else ""
     return Item(
         "lock present and fresh",
         FAIL,
-        f"{state.status}: {state.detail}",
+        f"{state.status}: {state.detail}{named}",
         f"Run `bundler lock` to (re)write the lock for {bundle.requirements} and the Target.",
     )
 

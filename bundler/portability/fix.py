@@ -38,7 +38,7 @@ from bundler.portability.equivalence import omegaconf_problem, python_problem, p
 from bundler.portability.python_rewrite import manual, rewrite_python
 from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
 from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
-from bundler.portability.support import _env_local_text, _support_files
+from bundler.portability.support import _env_local_text, _support_files, foreign_helper
 
 
 @dataclass
@@ -96,7 +96,7 @@ def fix(
     plans = {}
     for relative in sorted(by_file):
         plan = context.plan(relative, by_file[relative])
-        plan = plan if plan.change.status == "refused" else _unwritable_refused(plan, values)
+        plan = plan if plan.change.status == "refused" else _unwritable_refused(plan, values, root)
         outcome.changes.append(plan.change)
         if plan.data is not None:
             plans[relative] = plan
@@ -133,13 +133,14 @@ def renumber(fixed: FixResult, rescanned: paths.ScanResult) -> None:
                 item["line"], item["column"] = place.line, place.column
 
 
-def _unwritable_refused(plan: _Plan, values: dict[str, str]) -> _Plan:
-    """``plan``, or its refusal when a parameter it reads has a value no .env.local line carries exactly."""
-    for name in sorted(plan.names):
-        why = writable(name, values.get(name, ""))
-        if why is not None:
-            return _Plan(FileChange(plan.change.file, "refused", reason=f"{why}: not modified"))
-    return plan
+def _unwritable_refused(plan: _Plan, values: dict[str, str], root: Path) -> _Plan:
+    """``plan``, or its refusal when a parameter it reads has a value no .env.local line carries
+    exactly, or when the helper it imports would replace a file of that name bundler did not write."""
+    whys = [writable(name, values.get(name, "")) for name in sorted(plan.names)]
+    if plan.helper:
+        whys.append(foreign_helper(root, str(PurePosixPath(plan.change.file).parent)))
+    why = next((why for why in whys if why is not None), None)
+    return plan if why is None else _Plan(FileChange(plan.change.file, "refused", reason=f"{why}: not modified"))
 
 
 class _Context:

@@ -105,6 +105,22 @@ def _gitignore_text(root: Path) -> str | None:
     return text + "# Kept by `bundler paths --fix`: machine-specific values and backups.\n" + "".join(f"{w}\n" for w in wanted)
 
 
+def foreign_helper(root: Path, folder: str) -> str | None:
+    """Why the helper cannot be written in ``folder``: a file of that name that bundler did not write (or a link), or None."""
+    path = root / folder / HELPER_NAME
+    if path.is_symlink():
+        return f"{path.relative_to(root).as_posix()} is a link; the helper is never written through one"
+    if not path.exists():
+        return None
+    try:
+        first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    if first != helper_source(0).split("\n", 1)[0]:
+        return f"{path.relative_to(root).as_posix()} exists and is not bundler's helper; it is never overwritten (rename it)"
+    return None
+
+
 def helper_source(depth: int) -> str:
     """bundle_paths.py as written into a project: its root ``depth`` folders above the helper."""
     text = (Path(__file__).parent / "bundle_paths.py").read_text(encoding="utf-8")

@@ -63,6 +63,16 @@ def has_pilot(bundle: Bundle) -> bool:
 
 
 def check_home_paths(bundle: Bundle) -> Item:
+    from bundler.fsutil import put_back_unfinished
+
+    unfinished = put_back_unfinished(bundle.root, apply=False)
+    if unfinished:  # the files are half old, half new: no scan of them means anything
+        return Item(
+            "no home paths",
+            FAIL,
+            f"a fix or update was interrupted and left {unfinished[0]}/ with its journal: the project is half written",
+            "Run `bundler paths`: it puts every file of that fix back first.",
+        )
     result = scan(bundle.root)
     failing = result.failing
     if failing:

@@ -595,3 +595,37 @@ def test_every_env_local_line_reads_back_alike_in_bash_and_the_helper_or_is_refu
         value = TRICKY[int(name[1:])]
         expected = expand_value(value, {"HOME": "/root/h"})
         assert from_bash[name] == expected and expand_value(parsed[name], {"HOME": "/root/h"}) == expected, (name, lines[name])
+
+
+# --- written after reading the code ----------------------------------------------------------
+
+
+def test_check_fails_a_project_a_killed_fix_left_half_written(tmp_path_factory, tmp_path):
+    project = project_copy(tmp_path_factory, "fresh", tmp_path)
+    for number in range(4):
+        (project / "src" / f"m{number}.py").write_text(f"DATA = '/home/alice/data/f{number}.csv'\n")
+    process = paused_fix(project, 3)
+    process.kill()
+    process.wait()
+    completed = bundler("check", ".", cwd=project)
+    no_traceback(completed)
+    assert completed.returncode == 1 and "interrupted" in completed.stderr and "bundler paths" in completed.stderr, completed.stderr
+
+
+def test_the_build_context_keeps_a_file_whose_name_is_not_utf8_under_its_own_bytes(tmp_path):
+    import io
+    import tarfile
+
+    from bundler.image.context import ContextTar, collect
+
+    root = build_tree(tmp_path / "p", {"bundle.toml": "[project]\n"})
+    with open(os.path.join(os.fsencode(root), b"d\xe9mo.py"), "wb") as handle:
+        handle.write(b"X = 1\n")
+    files = collect(root)
+    buffer = io.BytesIO()
+    tar = ContextTar(buffer)
+    tar.add_tree("project", root, files.included)
+    tar.close()
+    buffer.seek(0)
+    names = [os.fsencode(member.name) for member in tarfile.open(fileobj=buffer)]
+    assert b"project/d\xe9mo.py" in names

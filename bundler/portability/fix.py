@@ -158,7 +158,11 @@ class _Context:
             why = "a symlink's target: re-create the link on the other machine"
             return _Plan(FileChange(relative, "unchanged", manual=[manual(f, why) for f in links], reason="no automatic rewrite"))
         try:
-            mode, data = path.stat().st_mode, path.read_bytes()
+            status = path.stat()
+            if status.st_size > paths.MAX_FILE_BYTES:  # found by a scan in parts; a rewrite would hold it whole
+                why = f"larger than {paths.MAX_FILE_BYTES} bytes: bundler rewrites only files it reads whole; change it by hand"
+                return _Plan(FileChange(relative, "refused", reason=f"{why}: not modified"))
+            mode, data = status.st_mode, path.read_bytes()
         except OSError as error:
             return _Plan(FileChange(relative, "refused", reason=f"cannot be read: {error.strerror or error}"))
         if not mode & 0o222:  # root may write anything; a file with no write bit is a statement by its owner

@@ -629,3 +629,20 @@ def test_the_build_context_keeps_a_file_whose_name_is_not_utf8_under_its_own_byt
     buffer.seek(0)
     names = [os.fsencode(member.name) for member in tarfile.open(fileobj=buffer)]
     assert b"project/d\xe9mo.py" in names
+
+
+def test_a_large_csv_is_found_in_parts_and_refused_by_fix_without_being_read_whole(tmp_path):
+    root = build_tree(tmp_path / "p", {"ok.py": "X = 1\n"})
+    line = big_csv(root / "table.csv", 12)
+    before = (root / "table.csv").stat().st_mtime_ns
+    fixed = bundler("paths", ".", "--fix", cwd=root)
+    no_traceback(fixed)
+    assert fixed.returncode == 1 and f"table.csv:{line}:" in fixed.stderr and "rewrites only files it reads whole" in fixed.stderr
+    assert (root / "table.csv").stat().st_mtime_ns == before
+
+
+def test_a_large_file_that_is_not_line_oriented_is_named_as_not_checked(tmp_path):
+    root = build_tree(tmp_path / "p", {"big.py": "X = 1\n" * (2 * 1024 * 1024) + "P = '/home/alice/data/x'\n"})
+    document = json.loads(bundler("paths", ".", "--json", cwd=root).stdout)
+    assert [item["file"] for item in document["not_checked"]] == ["big.py"]
+    assert "line-oriented" in document["not_checked"][0]["reason"]

@@ -231,7 +231,9 @@ def replace_with_backups(root: Path, writes: Sequence[tuple[str, bytes | None]],
 def put_back_unfinished(root: Path, *, apply: bool = True) -> list[str]:
     """The backup folders of writes a killed process left half done (``replace_with_backups``), each undone unless not ``apply``."""
     root = Path(root)
-    undone = []
+    undone: list[str] = []
+    if any(folder.is_symlink() for folder in (root / ".bundler", root / BACKUP_DIR)):
+        return undone  # journals reached through a link are not this project's to replay
     for journal in sorted((root / BACKUP_DIR).glob("*.journal.json")):
         backups = journal.with_name(journal.name[: -len(".journal.json")])
         undone.append(str(backups.relative_to(root)))

@@ -138,7 +138,7 @@ def assert_as_before(root: Path, files: dict[str, bytes]) -> None:
     assert not list((root / ".bundler").glob("backups/*.journal.json")) if (root / ".bundler").exists() else True
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_fix_interrupted_mid_way_is_rolled_back_before_it_exits(tmp_path, signum, code):
     root, files = many_files(tmp_path)
     process = paused_fix(root, 5)
@@ -646,3 +646,15 @@ def test_a_large_file_that_is_not_line_oriented_is_named_as_not_checked(tmp_path
     document = json.loads(bundler("paths", ".", "--json", cwd=root).stdout)
     assert [item["file"] for item in document["not_checked"]] == ["big.py"]
     assert "line-oriented" in document["not_checked"][0]["reason"]
+
+
+def test_a_journal_reached_through_a_linked_backups_folder_is_never_replayed(tmp_path):
+    outside = tmp_path / "elsewhere"
+    (outside / "20260101T000000").mkdir(parents=True)
+    (outside / "20260101T000000/a.py").write_text("EVIL = 1\n")
+    (outside / "20260101T000000.journal.json").write_text(json.dumps({"writes": [["a.py", True]], "folders": []}))
+    root = build_tree(tmp_path / "p", {"a.py": "X = 1\n"})
+    (root / ".bundler").mkdir()
+    os.symlink(outside, root / ".bundler/backups")
+    no_traceback(bundler("paths", ".", cwd=root))
+    assert (root / "a.py").read_text() == "X = 1\n"

@@ -173,8 +173,8 @@ def _in_run_prelude(inputs) -> list[str]:
     sif = f"{inputs.name}-{inputs.lock_sha256[:12]}.sif"
     return [
         'RUNTIME="${BUNDLE_RUNTIME:-apptainer}"',
-        'case "$RUNTIME" in apptainer|docker|podman) ;; '
-        '*) echo "bundler job: BUNDLE_RUNTIME=$RUNTIME is not apptainer, docker or podman" >&2; exit 2;; esac',
+        f'case "$RUNTIME" in {"|".join(RUNTIMES)}) ;; '
+        f'*) echo "bundler job: BUNDLE_RUNTIME=$RUNTIME is not {", ".join(RUNTIMES[:-1])} or {RUNTIMES[-1]}" >&2; exit 2;; esac',
         f"IMAGE={shlex.quote(inputs.image.pinned)}",
         f'SIF="${{BUNDLE_SIF:-$HOME/.cache/bundler/{sif}}}"',
         'RUNS="${BUNDLE_RUNS:-$PWD/runs}"',

@@ -16,7 +16,6 @@ FABRICS = ("infiniband", "roce", "none")
 RDMA_FABRICS = ("infiniband", "roce")
 # Debian's (and Ubuntu's) names: the verbs library, the adapters' providers, the connection manager.
 RDMA_PACKAGES = ("libibverbs1", "ibverbs-providers", "librdmacm1")
-RDMA_LIBRARY = "libibverbs.so.1"
 
 
 def rdma_packages(fabric: str) -> tuple[str, ...]:

@@ -66,6 +66,8 @@ def test_an_rdma_fabric_installs_the_verbs_packages_in_the_dependency_image_befo
     assert ["apt-get", "update", "-q"] in commands
     cleanup = next(words for words in commands if words[:2] == ["rm", "-rf"])
     assert "/var/lib/apt/lists/*" in cleanup and "/var/log/dpkg.log" in cleanup  # no lists or dated logs in the layer
+    installing = next(index for index, words in enumerate(commands) if words[1:3] == ["apt-get", "install"])
+    assert commands.index(["apt-get", "clean"]) > installing  # the downloaded .deb files leave the layer too
     assert plan.needs_mirror and plan.deps_network(route) == ("host" if route == "loopback" else None)
 
 

@@ -111,6 +111,7 @@ def apt_step(packages: tuple[str, ...]) -> str:
         [
             "apt-get update -q",
             f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends {' '.join(packages)}",
+            "apt-get clean",  # the downloaded .deb files (a base without docker-clean keeps them)
             f"rm -rf {' '.join(APT_LEFTOVERS)}",
         ]
     )

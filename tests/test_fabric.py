@@ -176,3 +176,17 @@ def test_an_infiniband_image_holds_libibverbs_and_its_providers(project_of, fake
     finally:
         remove_built(docker_engine, data)
         shutil.rmtree(project, ignore_errors=True)
+
+
+def test_rewriting_the_target_keeps_the_fabric_and_the_lock_does_not_depend_on_it(tmp_path):
+    from dataclasses import replace
+
+    from bundler.lock.lockfile import input_hash
+    from bundler.target.bundle import update_target
+
+    bundle = cuda_bundle(tmp_path, "roce")
+    update_target(bundle, replace(bundle.target, python="3.12"))  # what `bundler lock --python 3.12` does to [target]
+    again = load_bundle(bundle.root)
+    assert (again.fabric, again.target.python) == ("roce", "3.12")
+    plain = cuda_bundle(tmp_path / "plain", None)
+    assert input_hash("torch\n", plain.target) == input_hash("torch\n", replace(again.target, python="3.11"))  # a fabric stales no lock

@@ -32,11 +32,18 @@ class JobResult:
 
 
 def make_job(
-    engine: str, project: Path | None, *, image: str | None = None, nodes: str | None = None, output: Path | None = None
+    engine: str,
+    project: Path | None,
+    *,
+    image: str | None = None,
+    nodes: str | None = None,
+    output: Path | None = None,
+    runtime: str | None = None,
+    join_timeout: str | None = None,
 ) -> JobResult:
     from bundler.jobs import k8s, sky, slurm
 
-    inputs = read_inputs(engine, project, image, nodes)
+    inputs = read_inputs(engine, project, image, nodes, runtime, join_timeout)
     renderer = {"sky": sky, "k8s": k8s, "slurm": slurm}[engine]
     body = renderer.render(inputs)
     text = jobfile.compose(engine, inputs.record(), body, shebang=slurm.SHEBANG if engine == "slurm" else "")

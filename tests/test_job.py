@@ -148,6 +148,8 @@ if name == "scontrol":
     print("gpu01\\ngpu02")
 if name == "apptainer" and sys.argv[1] == "build":
     open(sys.argv[2], "w").close()
+if name in ("docker", "podman") and sys.argv[1] in ("image", "pull") and os.environ.get("STUB_NO_IMAGE"):  # absent, unpullable
+    sys.exit(1)
 calls = [json.loads(line) for line in open(os.environ["STUB_LOG"]) if '"srun"' in line]
 if name == "srun" and os.environ.get("STUB_FAIL_DIAGNOSTICS") and len(calls) == 1:
     sys.exit(14)
@@ -168,7 +170,7 @@ def run_sbatch(script: Path, folder: Path, **extra: str) -> tuple[subprocess.Com
     (srun also runs its command once per node; the runtime only records)."""
     stubs = folder / "bin"
     stubs.mkdir(exist_ok=True)
-    for name in ("srun", "apptainer", "scontrol"):
+    for name in ("srun", "apptainer", "scontrol", "docker", "podman"):
         (stubs / name).write_text(STUB.format(python=sys.executable))
         (stubs / name).chmod(0o755)
     log = folder / "calls.jsonl"
@@ -289,6 +291,46 @@ def test_slurm_pyxis_starts_the_container_with_srun_and_a_bounded_join(project_o
 
     ran, calls = run_sbatch(out, tmp_path, BUNDLE_JOIN_TIMEOUT="300")  # the submitter's override
     assert ran.returncode == 0 and "join_timeout=300" in calls[1]["argv"]
+
+
+@pytest.mark.parametrize(
+    ("engine", "backend", "card", "gpu_flags"),
+    [
+        ("docker", "cuda", "H100 SXM", ["--gpus", '"device=2,3"']),
+        ("podman", "cuda", "H100 SXM", ["--device", "nvidia.com/gpu=2", "--device", "nvidia.com/gpu=3"]),
+        (
+            "docker",
+            "rocm",
+            "MI300X",
+            ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video", "-e", "ROCR_VISIBLE_DEVICES=2,3"],
+        ),
+        ("podman", "cpu", "RTX 4090", []),
+    ],
+)
+def test_slurm_docker_and_podman_get_only_the_allocated_cards(project_of, tmp_path, engine, backend, card, gpu_flags):
+    project = project_of(backend, card, 4)
+    completed, result = job(project, "slurm", "--runtime", engine, "--nodes", "2", "--image", f"{REGISTRY}@{DIGEST}")
+    assert completed.returncode == 0, completed.stderr
+    script = Path(result["path"])
+    shell_checks(script)
+    ran, calls = run_sbatch(script, tmp_path, SLURM_STEP_GPUS="2,3", CUDA_VISIBLE_DEVICES="0,1")
+    assert ran.returncode == 0, ran.stderr
+    runs = [call["argv"] for call in calls if call["tool"] == engine and call["argv"][0] == "run"]
+    assert len(runs) == 4  # two steps on two nodes
+    user = ["--user", "0:0"] if engine == "podman" else ["--user", f"{os.getuid()}:{os.getgid()}"]
+    head = ["run", "--rm", "--init", "--name", "bundle-4242-diagnostics-0", "--network", "host", "--ipc", "host", *user]
+    head += ["-w", "/opt/bundle/project", "-v", f"{tmp_path}/runs:/opt/bundle/project/runs"]
+    head += ["-e", "BUNDLE_LOCK_SHA256", "-e", "BUNDLE_DIAG_JOIN_TIMEOUT", "-e", "PYTHONPATH", *gpu_flags, f"{REGISTRY}@{DIGEST}"]
+    assert runs[0][: len(head)] == head and runs[0][len(head)] == launch.TORCHRUN
+    assert runs[3][4] == "bundle-4242-entry-1"
+
+    if backend != "cpu":
+        ran, _ = run_sbatch(script, tmp_path, SLURM_STEP_GPUS="", CUDA_VISIBLE_DEVICES="")
+        assert ran.returncode == 3 and "node gpu01: Slurm allocated no GPU to this step" in ran.stderr
+    ran, calls = run_sbatch(script, tmp_path, SLURM_STEP_GPUS="0", STUB_NO_IMAGE="1")
+    assert ran.returncode == 3 and f"node gpu02 has no image {REGISTRY}@{DIGEST}" in ran.stderr
+    pulls = [call["argv"] for call in calls if call["argv"][:1] == ["pull"]]
+    assert pulls == [["pull", "-q", f"{REGISTRY}@{DIGEST}"]] * 2  # a registry's reference is pulled once per node before giving up
 
 
 @pytest.mark.parametrize(

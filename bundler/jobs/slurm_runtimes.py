@@ -91,7 +91,7 @@ def node_step_body(runtime: str, backend: str, env_names: list[str]) -> list[str
 
 
 def _engine_body(engine: str, backend: str, env_names: list[str]) -> list[str]:
-    how = f"pull it there (`{engine} pull $IMAGE`) or load it (`{engine} load -i FILE.tar`)"
+    how = f"pull it there ({engine} pull $IMAGE) or load it ({engine} load -i FILE.tar)"  # no backquotes: the message is in "…"
     exists = f'timeout {CHECK_SECONDS} {engine} image inspect "$IMAGE" >/dev/null 2>&1'
     pull = f'{{ [ "$PULL" = 1 ] && timeout "${{BUNDLE_PULL_TIMEOUT:-900}}" {engine} pull -q "$IMAGE" >&2; }}'
     lines = [f"if ! {exists} && ! {pull}; then {_MISSING.format(how=how)}; fi"]

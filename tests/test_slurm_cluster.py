@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,39 @@ def test_an_image_missing_on_a_node_fails_within_a_minute_naming_node_and_refere
     assert f"node 127.0.0.2 has no image {only_here}" in output, output[-4000:]
     assert seconds < 60
     print(f"slurm missing-image verdict: {seconds:.1f} s")
+
+
+def test_the_podman_script_runs_on_one_node_with_debians_podman(cluster, cpu_image, podman, tmp_path):
+    service = Path(podman.env["CONTAINER_HOST"].removeprefix("unix://")).parent  # the suite's Podman storage and limits
+    env = {"CONTAINERS_CONF": str(service / "containers.conf"), "CONTAINERS_STORAGE_CONF": str(service / "storage.conf")}
+    copy_image(cpu_image[2], ["podman", "load", "-q"], env={**os.environ, **env})
+    project, job_id, state, code, seconds, output = submitted(
+        cluster, cpu_image, tmp_path / "podman", "--nodes", "1", env=env, runtime="podman"
+    )
+    assert (state, code) == ("COMPLETED", "0:0"), output[-4000:]
+    marks = started(project, job_id)
+    assert marks["diagnostics.127.0.0.1"] < marks["entry.127.0.0.1"]
+    runs = new_runs(project)
+    assert len(runs) == 1 and verified(runs[0])["ok"] is True
+    print(f"slurm one-node podman job: {seconds:.1f} s")
+
+
+def test_a_cancelled_job_leaves_no_container_behind(cluster, cpu_image, tmp_path):
+    master, _, tag = cpu_image
+    project = copy_project(master, tmp_path / "cancelled", lots=1)
+    completed, result = job(project, "slurm", "--runtime", "docker", "--image", tag)
+    assert completed.returncode == 0, completed.stderr
+    job_id = cluster.submit(Path(result["path"]), cwd=project)
+    name = f"bundle-{job_id}-diagnostics-0"
+    containers = ["docker", "ps", "-aq", "--filter", f"name={name}"]
+    deadline = time.monotonic() + 300
+    while not subprocess.run(containers, capture_output=True, text=True).stdout.strip():
+        assert time.monotonic() < deadline, f"{name} never started"
+        time.sleep(0.5)
+    subprocess.run(["scancel", job_id], env=cluster.env, check=True, timeout=30)
+    state, _, _ = cluster.wait(job_id, 120)
+    assert state == "CANCELLED"
+    deadline = time.monotonic() + 60
+    while subprocess.run(containers, capture_output=True, text=True).stdout.strip():  # --rm, or the trap when the client was killed
+        assert time.monotonic() < deadline, f"{name} still there a minute after scancel"
+        time.sleep(0.5)

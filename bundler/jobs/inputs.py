@@ -17,6 +17,7 @@ from bundler import __version__
 from bundler.errors import ProjectFileError, UsageError
 from bundler.jobs.reference import Image, parse_image
 from bundler.target.bundle import Bundle
+from bundler.target.fabric import multi_node_note
 
 GPU_RESOURCES = {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu"}
 VENDORS = {"cuda": "nvidia", "rocm": "amd"}
@@ -110,6 +111,8 @@ def read_inputs(
     _check_vendor(campaign.card.name, bundle, campaign.catalog_path)
     notes: list[str] = []
     chosen = _image(engine, image, bundle, lock.sha256, notes)
+    if fabric_note := multi_node_note(bundle.fabric, count, bundle.path):
+        notes.append(fabric_note)
     slurm = _slurm_options(engine, runtime, join_timeout, chosen)
     return JobInputs(
         engine, bundle, lock.sha256, campaign.card.name, campaign.card.cards_per_lot, campaign.lots, count, chosen, notes, *slurm

@@ -150,17 +150,53 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 
 
+# --- base64 payloads: images and videos inlined as text -----------------------------------
+
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_BASE64_RUN = 64  # MIME wraps base64 at 76 characters; a data: URI runs on for thousands
+_MIXED_NAME = re.compile(rb"(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,}")
+
+
+def in_base64(data: bytes, start: int) -> bool:
+    """Is the slash at ``start`` part of a run of base64 text (a ``data:`` URI, an inlined image or video)?
+
+    A run of 64 or more base64 characters holding a ``+``, or a "folder" of 20 or more
+    letters and digits mixing both cases, is encoded bytes: a path's long folder names
+    have separators (``_``, ``-``, ``.``), and a hash is one case.
+    """
+    first = start
+    while first > 0 and data[first - 1] in _BASE64:
+        first -= 1
+    last = start
+    while last < len(data) and data[last] in _BASE64:
+        last += 1
+    if last - first < _BASE64_RUN:
+        return False
+    run = data[first:last]
+    return b"+" in run or any(_MIXED_NAME.fullmatch(part) for part in run.split(b"/"))
+
+
 # --- portable per-user tool folders ---------------------------------------------------------
 
 PORTABLE_FOLDERS = frozenset({"AppData", "Library"})
+# Dot folders and files that a tool, the shell or the system keeps in every user's home. Any
+# other dot name (``~/.cp2kenv``, ``~/.torchenv_x``) is the user's own and exists on one machine.
+TOOL_DOTFILES = frozenset(
+    {".cache", ".config", ".local", ".ssh", ".gnupg", ".netrc", ".pypirc", ".pip", ".gitconfig", ".git-credentials"}
+    | {".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".bash_history", ".profile"}
+    | {".zshrc", ".zprofile", ".zshenv", ".inputrc", ".vimrc", ".tmux.conf", ".screenrc", ".Xauthority"}
+    | {".conda", ".condarc", ".mamba", ".npm", ".nvm", ".cargo", ".rustup", ".pyenv", ".docker", ".kube", ".aws"}
+    | {".azure", ".kaggle", ".keras", ".torch", ".huggingface", ".nv", ".cupy", ".triton", ".jupyter", ".ipython"}
+    | {".matplotlib", ".theano", ".theanorc", ".mujoco", ".sky", ".singularity", ".apptainer", ".vscode-server"}
+)
 _LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[\"'])?[/\\]*(?P<first>[^\"'/\\,)\s}]+)")
 
 
 def portable_component(first: str | None) -> bool:
-    """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData``."""
+    """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData`` (not ``.myenv``)."""
     if not first:
         return False
-    return first.startswith(".") and first not in (".", "..") or first in PORTABLE_FOLDERS
+    return first in TOOL_DOTFILES or first in PORTABLE_FOLDERS
 
 
 def component_after_lookup(text: str, end: int) -> str | None:
@@ -185,6 +221,8 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
+    if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
+        return True  # the folder's own name says it keeps results: /tmp/checkpoints, /tmp/outputs/run1
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
 
 

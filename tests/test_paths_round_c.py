@@ -1,0 +1,85 @@
+"""Classes that held-out round C brought to `bundler paths` (issue 26), one fixture of our own each.
+
+A user's own dot file in the home (only the shell's and tools' dot folders are the same on
+every machine), images and videos inlined as base64 in a notebook's output, a single folder
+such as ``/data`` given to a name that holds a folder, a temporary folder whose own name
+says it keeps results, and software installed under ``/opt``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+
+import pytest
+
+from bundler.portability import scan as paths
+from tests.paths_support import build_tree
+
+
+def _found(root, name):
+    return [(f.line, f.shape, f.category) for f in paths.scan(root).findings if f.file == name]
+
+
+def _video_notebook() -> str:
+    """A notebook whose output inlines an mp4 as a data: URI, wrapped at 76 characters as MIME does."""
+    payload = base64.b64encode(random.Random(7).randbytes(3000)).decode()
+    lines = ['<video controls src="data:video/mp4;base64,'] + [payload[i : i + 76] + "\n" for i in range(0, len(payload), 76)]
+    output = {"output_type": "display_data", "metadata": {}, "data": {"text/html": lines + ['">\n', "</video>"]}}
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": 1, "source": ["show(video)"], "outputs": [output]}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 2}, indent=1)
+
+
+CASES = {
+    "a user's own dot file is machine-specific, a tool's is not": (
+        "job.sh",
+        "source ~/.cp2kenv\nsource ~/.torchenv_gpu\nsource ~/.bashrc\nls ~/.cache/torch\n",
+        [(1, "tilde", "code"), (2, "tilde", "code"), (3, "tilde", "portable"), (4, "tilde", "portable")],
+    ),
+    "one folder given to a name that holds a folder": (
+        "config.py",
+        'parser.add_argument("--data_path", default="/data", help="where the data is")\n'
+        'DATA_DIR = "/scratch"\n'
+        'route = "/login"\n'
+        'p = "/data"\n'
+        "x = name.split('/utils')\n",
+        [(1, "absolute", "code"), (2, "absolute", "code")],
+    ),
+    "one folder in a config, but the container's side of a mount": (
+        "pod.yaml",
+        "root: /data\nvolumeMounts:\n  - mountPath: /mydata\n    name: data\nlog_dir: /workspace # on the node\n",
+        [(1, "absolute", "config"), (5, "absolute", "config")],
+    ),
+    "a temporary folder named for results": (
+        "train.py",
+        "checkpoint = ModelCheckpoint(\n    filepath='/tmp/checkpoints',\n)\nlock = '/tmp/cache.lock'\nscratch = '/tmp/x1'\n",
+        [(2, "temp-dir", "code")],
+    ),
+    "software installed under /opt is the system's": (
+        "spec.py",
+        'container = {"command": ["python", "/opt/pytorch-mnist/mnist.py"], "env": "/opt/ml/input/data"}\n',
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_round_c_classes(tmp_path, case):
+    name, text, expected = CASES[case]
+    root = build_tree(tmp_path / "project", {name: text})
+    assert _found(root, name) == expected
+
+
+def test_base64_video_in_a_notebook_output_is_no_folder(tmp_path):
+    notebook = _video_notebook()
+    assert sum(line.lstrip().startswith('"/') for line in notebook.splitlines()) > 0  # the payload has lines that start a "path"
+    root = build_tree(tmp_path / "project", {"viz.ipynb": notebook, "keep.py": "OUT = '/home/ab/runs/v1'\n"})
+    assert [(f.file, f.line) for f in paths.scan(root).failing] == [("keep.py", 1)]
+
+
+def test_a_long_path_is_not_taken_for_base64(tmp_path):
+    long_path = "/home/ab/experiments/imagenet/resnet/lr/warmup/cosine/seed/one/two/three/checkpoints/best"
+    hashed = "/data/ab/cache/0123456789abcdef0123456789abcdef01234567/model"
+    root = build_tree(tmp_path / "project", {"p.py": f"A = '{long_path}'\nB = '{hashed}'\n"})
+    assert [f.line for f in paths.scan(root).failing] == [1, 2]

@@ -68,7 +68,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
     if general:
         segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?)+"  # /scratch/${ACCOUNT}/x is absolute too
         parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
-        parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]))")
+        parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
         parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`]|[ \t]*(?:#|\r?\n|$)))")
     patterns = []
     for part in parts:
@@ -111,6 +111,8 @@ def tail_literal(data: bytes, start: int) -> bool:
     while before >= 0 and data[before] in b" \t":
         before -= 1
     if before >= 0 and data[before] == 0x2B:
+        return True
+    if before == start - 2 and data[before] == 0x7D:  # {var}'/x' in IPython, ${DIR}"/x" in a shell: a tail
         return True
     return before >= 0 and data[before] == 0x28 and _STRING_METHOD.search(data, max(0, before - 16), before + 1) is not None
 
@@ -255,7 +257,6 @@ _PORTABLE_ROOTS = frozenset(
 )
 _PORTABLE_UNDER = {
     "usr": frozenset({"bin", "sbin", "lib", "lib32", "lib64", "libexec", "local", "share", "include", "src", "X11R6", "games"}),
-    "var": frozenset({"lib", "log", "run", "cache", "spool", "mail", "lock", "tmp", "folders", "empty", "db"}),
     "private": frozenset({"tmp", "var", "etc"}),
 }
 

@@ -150,6 +150,19 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 
 
+# --- a container's own side: docker exec NAME /bin/bash /scripts/x.sh ------------------------
+
+_CONTAINER_COMMAND = re.compile(rb"\b(?:(?:nvidia-)?docker|podman)\s+(?:exec|run|container\s+(?:exec|run))\b|\bkubectl\s+exec\b")
+_HOST_VALUE = re.compile(rb"(?:\s-v|\s--volume|\s--mount|\s--env-file|\s-e|\s--env|source)[=\s]+[\"']?$")
+
+
+def in_container(data: bytes, line_start: int, start: int) -> bool:
+    """Is the path at ``start`` on a ``docker exec``/``docker run``/``kubectl exec`` line, past the command, and so the
+    container's own path? A bind's host side (``-v /home/u/data:/data``) and an env file stay the host's."""
+    command = _CONTAINER_COMMAND.search(data, line_start, start)
+    return command is not None and _HOST_VALUE.search(data, command.end(), start) is None
+
+
 # --- base64 payloads: images and videos inlined as text -----------------------------------
 
 _BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
@@ -209,7 +222,8 @@ def component_after_lookup(text: str, end: int) -> str | None:
 
 _OUTPUT_WORDS = re.compile(
     rb"(?i)(?<![a-z])(?:(?:out(?:put)?s?(?:_?(?:dir|path|root|folder|file))?|save_?(?:dir|path|root|folder|to)|savefig|write"
-    rb"|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?)(?![a-z])|save\(|to_csv)"
+    rb"|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?"
+    rb"|(?:train|eval|model|summary|exp|experiment)s?_?dir)(?![a-z])|save\(|to_csv)"
 )
 
 

@@ -312,6 +312,8 @@ class Scanner:
             return None
         if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
             return None  # an inlined image or video, not a folder
+        if hit.group in ("temp", "absolute") and context.in_container(data, line_start, hit.start):
+            return None  # docker exec NAME /scripts/x.sh: the container's own layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)

@@ -1,9 +1,12 @@
-"""Classes that held-out round C brought to `bundler paths` (issue 26), one fixture of our own each.
+"""Classes that held-out rounds C and D brought to `bundler paths` (issue 26), one fixture of our own each.
 
-A user's own dot file in the home (only the shell's and tools' dot folders are the same on
-every machine), images and videos inlined as base64 in a notebook's output, a single folder
-such as ``/data`` given to a name that holds a folder, a temporary folder whose own name
-says it keeps results, and software installed under ``/opt``.
+Round C: a user's own dot file in the home (only the shell's and tools' dot folders are the
+same on every machine), images and videos inlined as base64 in a notebook's output, a single
+folder such as ``/data`` given to a name that holds a folder, a temporary folder whose own
+name says it keeps results, software installed under ``/opt``. Round D: a tail glued to an
+interpolation (``{var}'/x'``), the system's ``/var``, a phase's output folder in ``/tmp``
+(``train_dir``), a magic's folder at the end of a notebook line, a container's own paths on a
+``docker exec`` line.
 """
 
 from __future__ import annotations
@@ -62,6 +65,52 @@ CASES = {
         [],
     ),
 }
+
+
+ROUND_D = {
+    "a tail glued to an interpolation is no path of its own": (
+        "copy.sh",
+        'cp -R ./runs/ ${OUT}"/tensorboard/"\ncp -R ./runs/ "/mnt/ab/tensorboard/"\n',
+        [(2, "absolute", "code")],
+    ),
+    "the system's /var, and outputs kept in /var/tmp": (
+        "setup.sh",
+        "apt-key add /var/cuda-repo-ubuntu2004-11-3-local/7fa2af80.pub\nOUT=/var/tmp/outputs/run1\n",
+        [(2, "temp-dir", "code")],
+    ),
+    "a phase's folder in /tmp keeps its outputs, downloaded data does not": (
+        "flags.py",
+        "DEFINE_string('train_dir', '/tmp/cifar10_train', 'where to write')\n"
+        "DEFINE_string('eval_dir', '/tmp/cifar10_eval', 'event logs')\n"
+        "DEFINE_string('data_dir', '/tmp/cifar10_data', 'downloaded data')\n",
+        [(1, "temp-dir", "code"), (2, "temp-dir", "code")],
+    ),
+    "a container's own paths on a docker exec or run line, not a bind's host side": (
+        "run.sh",
+        "docker exec -it $NAME /bin/bash /scripts/setup.sh\n"
+        "docker run -v /home/ab/data:/data img python /app/train.py\n"
+        "docker run --env-file /mnt/ab/secrets.env img\n",
+        [(2, "home", "code"), (3, "absolute", "code")],
+    ),
+}
+
+
+def _magic_notebook() -> str:
+    cell = {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [], "source": ["%cd /content/\n", "x = 1"]}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 2}, indent=1)
+
+
+@pytest.mark.parametrize("case", sorted(ROUND_D))
+def test_round_d_classes(tmp_path, case):
+    name, text, expected = ROUND_D[case]
+    root = build_tree(tmp_path / "project", {name: text})
+    assert _found(root, name) == expected
+
+
+def test_a_magics_folder_at_a_notebook_lines_end(tmp_path):
+    root = build_tree(tmp_path / "project", {"colab.ipynb": _magic_notebook()})
+    found = [(f.file, f.text) for f in paths.scan(root).failing]
+    assert found == [("colab.ipynb", "/content/")]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

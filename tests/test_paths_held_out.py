@@ -6,7 +6,8 @@ folder such as ``/data`` given to a name that holds a folder, a temporary folder
 name says it keeps results, software installed under ``/opt``. Round D: a tail glued to an
 interpolation (``{var}'/x'``), the system's ``/var``, a phase's output folder in ``/tmp``
 (``train_dir``), a magic's folder at the end of a notebook line, a container's own paths on a
-``docker exec`` line.
+``docker exec`` line. Round E: scripts that run in the project's own container, whose
+paths sit under a folder the project binds, mounts or builds into it.
 """
 
 from __future__ import annotations
@@ -125,3 +126,22 @@ def test_a_long_path_is_not_taken_for_base64(tmp_path):
     hashed = "/data/ab/cache/0123456789abcdef0123456789abcdef01234567/model"
     root = build_tree(tmp_path / "project", {"p.py": f"A = '{long_path}'\nB = '{hashed}'\n"})
     assert [f.line for f in paths.scan(root).failing] == [1, 2]
+
+
+def test_paths_under_the_projects_own_container_layout_are_the_containers(tmp_path):
+    files = {
+        "Dockerfile": "FROM python:3.11\nWORKDIR /workspace\nCOPY . /workspace\n",
+        "docker-run.sh": "docker run -v /mnt/nas/waymo:/data/waymo -v /mnt/nas/ckpt:/data/checkpoints img\n",
+        "train.sh": "python train.py --data /data/waymo/train --out /data/checkpoints --config /workspace/configs/a.yaml\n",
+        "host.py": "DATA = '/data/other/set'\nRAW = '/mnt/nas/waymo/raw'\n",
+        "pod.yaml": "volumeMounts:\n  - mountPath: /models\n",
+        "serve.py": "MODEL = '/models/best.pt'\n",
+    }
+    root = build_tree(tmp_path / "project", files)
+    failing = sorted((f.file, f.line, f.text) for f in paths.scan(root).failing)
+    assert failing == [
+        ("docker-run.sh", 1, "/mnt/nas/ckpt"),
+        ("docker-run.sh", 1, "/mnt/nas/waymo"),
+        ("host.py", 1, "/data/other/set"),
+        ("host.py", 2, "/mnt/nas/waymo/raw"),
+    ]

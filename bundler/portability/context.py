@@ -163,6 +163,39 @@ def in_container(data: bytes, line_start: int, start: int) -> bool:
     return command is not None and _HOST_VALUE.search(data, command.end(), start) is None
 
 
+# --- the project's own container layout ---------------------------------------------------
+
+_CONTAINER_SIDES = (
+    re.compile(rb"(?:\s-v|--volume)[ =]+[\"']?[^\s:\"']+:(/[^\s:\"']+)"),  # docker run -v host:/ctr
+    re.compile(rb"(?m)^\s*-\s*[\"']?[^\s:\"'#]{2,}:(/[^\s:\"'/][^\s:\"']*)"),  # compose: - ./data:/data
+    re.compile(rb"\bdocker\s+cp\s+\S+\s+[^\s:]+:(/[^\s:\"']+)"),  # docker cp x NAME:/ctr
+    re.compile(rb"(?:mountPath|mount_path|containerPath)[\"']?\s*[:=]\s*[\"']?(/[^\s\"',]+)"),  # Kubernetes
+    re.compile(rb"(?mi)^\s*WORKDIR\s+[\"']?(/[^\s\"']+)"),  # a Dockerfile's own folders
+    re.compile(rb"(?mi)^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*[^\n]*\s[\"']?(/[^\s\"']+?)/?[\"']?\s*$"),
+)
+_TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", "/media", "/scratch"})
+_CONTAINER_HINTS = (b"-v", b"--volume", b"docker", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY", b"ADD")
+
+
+def container_folders(data: bytes) -> set[str]:
+    """The folders a container of this project sees as its own: a bind's or a mount's container side, a docker cp
+    target, a Dockerfile's WORKDIR and COPY destinations. A path under one of them, in a script that runs in that
+    container, is the container's layout."""
+    if not any(hint in data for hint in _CONTAINER_HINTS):
+        return set()
+    found = set()
+    for pattern in _CONTAINER_SIDES:
+        for match in pattern.finditer(data):
+            folder = match.group(1).decode("utf-8", "replace").rstrip("/")
+            if folder and not folder.startswith("//") and folder not in _TOO_BROAD:
+                found.add(folder)
+    return found
+
+
+def under_container_folder(text: str, folders: set[str]) -> bool:
+    return any(text == folder or text.startswith(folder + "/") for folder in folders)
+
+
 # --- base64 payloads: images and videos inlined as text -----------------------------------
 
 _BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")

@@ -124,12 +124,21 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
-    result.parameters = dict(scanner.registry.assigned)
+    if scanner.container_folders:  # paths under the project's own container layout are the container's
+        result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
+        used = {f.parameter for f in result.findings if f.parameter}
+        result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
+    else:
+        result.parameters = dict(scanner.registry.assigned)
     result.omegaconf_dirs = sorted(scanner.omegaconf_dirs)
     result.findings.sort(key=lambda f: (f.file, f.line, f.column))
     result.skipped.sort(key=lambda s: s.file)
     result.not_checked.sort(key=lambda s: s.file)
     return result
+
+
+def _container_side(finding: Finding, folders: set[str]) -> bool:
+    return finding.shape == "absolute" and finding.category in ("code", "config") and context.under_container_folder(finding.text, folders)
 
 
 def make_scanner(root: Path, literals: list[bytes] | None = None, *, include_generated: bool = False) -> Scanner:
@@ -187,6 +196,7 @@ class Scanner:
         self.slash = re.compile(_SLASH.pattern[:-1] + roots + b"|" + _ABSOLUTE.pattern[1:] + b")")  # one pass over the slashes
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
+        self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
         self._exists_cache: dict[str, bool] = {}
 
     # --- one entry of the walk ---------------------------------------------------------
@@ -231,6 +241,7 @@ class Scanner:
             result.not_checked.append(Skipped(relative, f"cannot be read: {error.strerror or error}"))
             return
         result.files_scanned += 1
+        self.container_folders |= context.container_folders(data)
         if data.startswith(HELPER_MARKER):
             return  # the helper --fix writes: it looks the home up on purpose
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):

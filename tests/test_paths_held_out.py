@@ -18,6 +18,7 @@ import random
 
 import pytest
 
+from bundler.portability import fix as pathfix
 from bundler.portability import scan as paths
 from tests.paths_support import build_tree
 
@@ -145,3 +146,6 @@ def test_paths_under_the_projects_own_container_layout_are_the_containers(tmp_pa
         ("host.py", 1, "/data/other/set"),
         ("host.py", 2, "/mnt/nas/waymo/raw"),
     ]
+    pathfix.fix(root, scan_result=paths.scan(root))  # the binds' host sides become parameters, quoted
+    assert "/data/waymo" in (root / "docker-run.sh").read_text()
+    assert [f.file for f in paths.scan(root).failing] == []  # the container's side is still known, nothing more to fix

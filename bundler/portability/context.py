@@ -166,8 +166,8 @@ def in_container(data: bytes, line_start: int, start: int) -> bool:
 # --- the project's own container layout ---------------------------------------------------
 
 _CONTAINER_SIDES = (
-    re.compile(rb"(?:\s-v|--volume)[ =]+[\"']?[^\s:\"']+:(/[^\s:\"']+)"),  # docker run -v host:/ctr
-    re.compile(rb"(?m)^\s*-\s*[\"']?[^\s:\"'#]{2,}:(/[^\s:\"'/][^\s:\"']*)"),  # compose: - ./data:/data
+    re.compile(rb"(?:\s-v|--volume)[ =]+\S+:(/[^\s:\"']+)"),  # docker run -v host:/ctr, -v "${X}"/y:/ctr:ro
+    re.compile(rb"(?m)^\s*-\s*[\"']?[^\s#]{2,}?:(/[^\s:\"'/][^\s:\"']*)"),  # compose: - ./data:/data
     re.compile(rb"\bdocker\s+cp\s+\S+\s+[^\s:]+:(/[^\s:\"']+)"),  # docker cp x NAME:/ctr
     re.compile(rb"(?:mountPath|mount_path|containerPath)[\"']?\s*[:=]\s*[\"']?(/[^\s\"',]+)"),  # Kubernetes
     re.compile(rb"(?mi)^\s*WORKDIR\s+[\"']?(/[^\s\"']+)"),  # a Dockerfile's own folders

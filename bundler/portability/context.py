@@ -174,14 +174,14 @@ _CONTAINER_SIDES = (
     re.compile(rb"(?mi)^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*[^\n]*\s[\"']?(/[^\s\"']+?)/?[\"']?\s*$"),
 )
 _TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", "/media", "/scratch"})
-_CONTAINER_HINTS = (b"-v", b"--volume", b"docker", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY", b"ADD")
+_CONTAINER_HINTS = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY ")
 
 
 def container_folders(data: bytes) -> set[str]:
     """The folders a container of this project sees as its own: a bind's or a mount's container side, a docker cp
     target, a Dockerfile's WORKDIR and COPY destinations. A path under one of them, in a script that runs in that
     container, is the container's layout."""
-    if not any(hint in data for hint in _CONTAINER_HINTS):
+    if not any(hint in data for hint in _CONTAINER_HINTS):  # substring searches run in C, far faster than a regex
         return set()
     found = set()
     for pattern in _CONTAINER_SIDES:

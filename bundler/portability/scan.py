@@ -137,6 +137,15 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     return result
 
 
+_CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".containerfile", ".mk")
+
+
+def _declares_containers(relative: str) -> bool:
+    """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles."""
+    name = relative.rsplit("/", 1)[-1]
+    return name.endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
+
+
 def _container_side(finding: Finding, folders: set[str]) -> bool:
     return finding.shape == "absolute" and finding.category in ("code", "config") and context.under_container_folder(finding.text, folders)
 
@@ -241,7 +250,6 @@ class Scanner:
             result.not_checked.append(Skipped(relative, f"cannot be read: {error.strerror or error}"))
             return
         result.files_scanned += 1
-        self.container_folders |= context.container_folders(data)
         if data.startswith(HELPER_MARKER):
             return  # the helper --fix writes: it looks the home up on purpose
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
@@ -257,6 +265,8 @@ class Scanner:
         lines = self.candidate_lines(data, code=os.path.splitext(relative)[1].lower() not in _NOT_CODE)
         if not lines:
             return
+        if _declares_containers(relative):  # a bind's container side is an absolute path: only files with a trigger
+            self.container_folders |= context.container_folders(data)
         if not data.isascii():
             encoding = decode(data)[1]
             if encoding != "utf-8":

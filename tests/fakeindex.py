@@ -118,6 +118,15 @@ def build_fake_index(root: Path) -> FakeIndex:
     return FakeIndex(root)
 
 
+def add_pypi_wheel(index: FakeIndex, name: str, version: str, requires: list[str], modules: dict | None = None) -> Path:
+    """One more pure wheel on the fake PyPI (its page lists every version of it); returns the wheel."""
+    files = index.root / "files"
+    filename = _wheel(files, name, version, "py3-none-any", requires, modules)
+    dist = name.replace("-", "_")
+    _page(index.root / "pypi" / "simple" / name, [f.name for f in files.glob(f"{dist}-*.whl")])
+    return files / filename
+
+
 def real_torch_index(root: Path, wheel: Path, tag: str = "cpu") -> str:
     """A PEP 503 torch index at ROOT/whl/<tag>/torch/ linking a real wheel; returns ROOT/whl's URL."""
     page = Path(root) / "whl" / tag / "torch"

@@ -1,0 +1,171 @@
+"""Companions that do not exist for the Target's torch, companions other packages pull in, system packages.
+
+Through the CLI: a torchaudio next to torch 2.13 (which has none) is refused before any
+index is asked; a triton another package pulls into a CPU lock at another version than
+the table pairs is a warning naming that package (the fake index served as file:// pages,
+as the lock tests serve it); bundle.toml's and apt.txt's system packages are checked as
+Debian names and reach the dependency Dockerfile and its key.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from bundler.image.checks import dependency_checks
+from bundler.image.deps import deps_key
+from bundler.image.dockerfile import render
+from bundler.lock.lockfile import read_lock
+from bundler.target.bundle import load_bundle
+from tests.conftest import run_cli
+from tests.fakeindex import add_pypi_wheel, build_fake_index
+from tests.lock_support import make_project
+
+UNREACHABLE = "https://download.pytorch.org/whl=file:///nonexistent/whl https://pypi.org/simple=file:///nonexistent/simple"
+
+
+def _project(root: Path, requirements: str, torch: str = "2.13.0", build: str = "") -> Path:
+    project = make_project(root, requirements, python="3.11")
+    text = project.joinpath("bundle.toml").read_text().replace('torch = "2.9.1"', f'torch = "{torch}"')
+    project.joinpath("bundle.toml").write_text(text + build)
+    return project
+
+
+def _lock(project: Path, *args: str, env: dict | None = None):
+    result = run_cli("lock", str(project), "--cpu", *args, "--json", env={"BUNDLER_PIP_RETRIES": "0", **(env or {})})
+    return result, json.loads(result.stdout)
+
+
+# ----- a companion with no release for the Target's torch ----------------------------------------
+def test_unpinned_torchaudio_next_to_torch_2_13_is_refused_before_resolving(tmp_path):
+    project = _project(tmp_path / "p", "torch\ntorchaudio>=0.8\nnumpy\n")
+    started = time.monotonic()
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": UNREACHABLE})  # no index answers: a resolve would fail otherwise
+    seconds = time.monotonic() - started
+    assert result.returncode == 6, result.stderr
+    error = data["error"]
+    assert "torchaudio" in error["message"] and "no torchaudio release exists for torch 2.13.0" in error["message"]
+    assert "nearest torch with torchaudio: 2.12.1 (torchaudio 2.11.0)" in error["message"]
+    assert "--torch 2.12.1" in error["hint"] and error["path"].endswith("requirements.in")
+    assert "cannot be reached" not in result.stderr and "Traceback" not in result.stderr
+    assert not (project / "requirements-rebuild.txt").exists()
+    assert seconds < 60, seconds  # a guard against a resolve, not a timing measure (bench/ measures)
+
+
+def test_an_old_torchaudio_pin_says_which_torch_it_was_made_for(tmp_path):
+    project = _project(tmp_path / "p", "torch\ntorchaudio==0.13.1\n")
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": UNREACHABLE})
+    assert result.returncode == 6
+    assert "torchaudio 0.13.1 was made for torch 1.13.1" in data["error"]["message"]
+    assert data["error"]["value"] == "torchaudio==0.13.1"
+
+
+def test_a_companion_pin_that_matches_the_target_is_planned_as_before(tmp_path):
+    project = _project(tmp_path / "p", "torch==2.12.1\ntorchaudio==2.11.0\ntorchvision\n", torch="2.12.1")
+    result, data = _lock(project, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert {"torch==2.12.1+cpu", "torchaudio==2.11.0+cpu", "torchvision==0.27.1+cpu"} <= set(data["pins"])
+    assert not any("torchaudio" in note for note in data["notes"])
+
+
+def test_an_old_companion_pin_on_a_target_that_has_the_companion_names_its_torch_in_the_note(tmp_path):
+    project = _project(tmp_path / "p", "torch\ntorchaudio==0.13.1\n", torch="2.12.1")
+    result, data = _lock(project, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert "torchaudio==2.11.0+cpu" in data["pins"]
+    assert any("torchaudio 0.13.1 was made for torch 1.13.1" in note for note in data["notes"])
+
+
+# ----- companions pulled in by other packages -----------------------------------------------
+@pytest.fixture
+def kernels_index(tmp_path):
+    """The fake index plus a package that pulls in triton 3.9.0 and one that pulls in a CUDA library and nvcc."""
+    index = build_fake_index(tmp_path / "index")
+    add_pypi_wheel(index, "triton", "3.9.0", [])
+    add_pypi_wheel(index, "fastkernels", "1.0", ["triton==3.9.0"])
+    add_pypi_wheel(index, "nvidia-cuda-nvcc-cu12", "12.8.93", [])
+    add_pypi_wheel(index, "jitcompile", "0.3", ["nvidia-cuda-nvcc-cu12", "numpy"])
+    return index
+
+
+def test_a_triton_another_package_pulls_in_against_the_pairing_is_a_warning_naming_it(tmp_path, kernels_index):
+    project = _project(tmp_path / "p", "torch==2.9.1\nfastkernels\njitcompile\n", torch="2.9.1")
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": kernels_index.index_map()})
+    assert result.returncode == 0, result.stderr
+    assert "triton==3.9.0" in (project / "requirements-rebuild.txt").read_text()  # the lock is written all the same
+    triton = [w for w in data["warnings"] if w.startswith("triton==3.9.0")]
+    assert len(triton) == 1 and "pulled in by fastkernels" in triton[0] and "paired with triton 3.5.1" in triton[0]
+    nvcc = [w for w in data["warnings"] if w.startswith("nvidia-cuda-nvcc-cu12==12.8.93")]
+    assert len(nvcc) == 1 and "pulled in by jitcompile" in nvcc[0] and "uses none" in nvcc[0]
+    compilers = [n for n in data["notes"] if "GPU compiler in a CPU lock" in n]
+    assert {n.split("==")[0] for n in compilers} == {"triton", "nvidia-cuda-nvcc-cu12"}
+    assert "warning     triton==3.9.0, pulled in by fastkernels" in result.stderr
+
+
+def test_a_lock_whose_companions_agree_with_the_pairing_has_no_warning(tmp_path, kernels_index):
+    project = _project(tmp_path / "p", "torch==2.9.1\ntriton==3.5.1\nnumpy\n", torch="2.9.1")
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": kernels_index.index_map()})
+    assert result.returncode == 0, result.stderr
+    assert data["warnings"] == []
+    assert any(n.startswith("triton==3.5.1, pulled in by requirements.in itself") for n in data["notes"])
+
+
+# ----- system packages ---------------------------------------------------------------------
+@pytest.mark.parametrize("bad", ['"libgl1; rm -rf /"', '"libgl1=1.6.0-1"', '"LibGL1"', '"--allow-unauthenticated"', '"lib\\u2028gl"', "7"])
+def test_system_packages_that_are_not_debian_names_are_refused_naming_the_value(tmp_path, bad):
+    project = _project(tmp_path / "p", "torch\n", build=f"system_packages = [{bad}]\n")
+    result = run_cli("build", str(project), "--json")
+    assert result.returncode == 3, result.stderr
+    error = json.loads(result.stdout)["error"]
+    assert error["path"].endswith("bundle.toml") and "system_packages" in error["message"]
+    assert "not a Debian package name" in error["message"] and "Traceback" not in result.stderr
+
+
+def test_apt_txt_is_read_with_comments_and_blank_lines_and_a_bad_line_is_named(tmp_path):
+    project = _project(tmp_path / "p", "torch\n", build='system_packages = ["libgl1"]\n')
+    (project / "apt.txt").write_text("# audio\nlibsndfile1\n\n  ffmpeg   # for whisper\nlibgl1\n")
+    assert load_bundle(project).system_packages == ("libgl1", "libsndfile1", "ffmpeg")
+    (project / "apt.txt").write_text("libsndfile1\nffmpeg && curl evil\n")
+    result = run_cli("build", str(project), "--json")
+    assert result.returncode == 3
+    assert json.loads(result.stdout)["error"]["message"].startswith(f"{project / 'apt.txt'}:2:")
+
+
+def _run_instructions(text: str) -> list[str]:
+    """The RUN instructions of a Dockerfile, continuation lines joined."""
+    joined = text.replace("\\\n", " ")
+    return [line[4:] for line in joined.splitlines() if line.startswith("RUN ")]
+
+
+def test_system_packages_are_installed_in_the_dependency_image_and_change_its_key(tmp_path):
+    plain = load_bundle(_project(tmp_path / "plain", "torch\n"))
+    with_gl = load_bundle(_project(tmp_path / "gl", "torch\n", build='system_packages = ["libgl1", "libsndfile1"]\n'))
+    base = "bundler-test/bookworm-python3.11:1"
+    plain_files, gl_files = render(plain, "runtime", base), render(with_gl, "runtime", base)
+    for route in ("loopback", "context"):
+        runs = _run_instructions(gl_files.deps_text(route))
+        apt = [run for run in runs if "apt-get install" in run]
+        assert len(apt) == 1 and "--no-install-recommends libgl1 libsndfile1;" in apt[0]
+        assert not any("apt-get" in run for run in _run_instructions(plain_files.deps_text(route)))
+    assert gl_files.deps_network("context") is None and plain_files.deps_network("context") == "none"  # None: the mirror is reached
+    lock = read_lock(tmp_path / "missing.txt", None, plain.target)
+    keys = {
+        deps_key(files, "sha256:" + "0" * 64, lock, dependency_checks(bundle))
+        for files, bundle in ((plain_files, plain), (gl_files, with_gl))
+    }
+    assert len(keys) == 2
+
+
+def test_init_proposes_the_packages_of_a_repositorys_apt_txt_and_the_build_reads_them(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements.txt").write_text("numpy\nopencv-python\n")
+    (repo / "detect.py").write_text("import cv2\n")
+    (repo / "apt.txt").write_text("# OpenGL for cv2\nlibgl1\n\nlibglib2.0-0  # GLib\n")
+    result = run_cli("init", str(repo), "--cpu", "--no-input", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "apt.txt names 2 Debian package(s), installed in the dependency image by `bundler build`: libgl1, libglib2.0-0" in result.stderr
+    assert load_bundle(repo).system_packages == ("libgl1", "libglib2.0-0")

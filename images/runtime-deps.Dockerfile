@@ -5,13 +5,14 @@
 # reuses it while none of them changes: a code-only rebuild sends no wheel and runs no
 # dependency check again.
 # PyTorch wheels bring their own CUDA/ROCm user-space libraries: the same slim base
-# serves cuda, rocm and cpu.
+# serves cuda, rocm and cpu. The Debian packages of bundle.toml [build] system_packages
+# (and apt.txt) come first, from the distribution's mirror.
 # Wheels: ${route}.
 # Reproducible layers: pip installs without bytecode, which is compiled afterwards
 # with unchecked-hash headers; every path a step changes gets one fixed file time.
 ${install_stage}
 FROM ${base}
-${user_setup}
+${system_layer}${user_setup}
 ${environment}
 # ---- the settings every project image of it shares -------------------------------------
 ENV BUNDLE_PYTHON=${venv_python} \

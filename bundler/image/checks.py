@@ -19,6 +19,7 @@ executable, the diagnostics are there, every config file parses.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import tarfile
@@ -96,7 +97,8 @@ def dependency_checks(bundle: Bundle) -> list[Check]:
     ]
     imports = importcheck.import_argv(bundle, python)
     if imports:
-        checks.append(Check(importcheck.NAME, imports, failure=importcheck.failure, notes=importcheck.notes))
+        failure = functools.partial(importcheck.failure, installed=bundle.system_packages)
+        checks.append(Check(importcheck.NAME, imports, failure=failure, notes=importcheck.notes))
     return checks
 
 

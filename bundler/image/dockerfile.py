@@ -14,6 +14,7 @@ Two flavours, templates under images/:
 
 from __future__ import annotations
 
+import shlex
 import string
 from dataclasses import dataclass
 
@@ -86,6 +87,25 @@ def system_packages(base: str, python: str) -> str:
     if base.startswith(PYTHON_FAMILIES):
         return f"# {base} already holds {python}, its headers and a C compiler: no system packages to add."
     raise UnknownDevelBase(base)
+
+
+def system_layer(packages: tuple[str, ...]) -> str:
+    """The bundle's own Debian packages (names checked by target/syspackages.py), "" when it names none."""
+    if not packages:
+        return ""
+    names = " ".join(shlex.quote(name) for name in packages)
+    return (
+        "# bundle.toml [build] system_packages (and apt.txt): from the distribution's mirror\n"
+        "# hadolint ignore=DL3008\n"
+        + run_step(
+            [
+                "apt-get update -q",
+                f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends {names}",
+                "rm -rf /var/lib/apt/lists/*",
+            ]
+        )
+        + "\n"
+    )
 
 
 class UnknownDevelBase(BuildError):
@@ -240,6 +260,7 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
         "deps_image": "${deps_image}",
         "labels": "${labels}",
         "user_setup": user_setup(),
+        "system_layer": system_layer(bundle.system_packages),
     }
     devel = flavour == "devel"
     if devel:
@@ -254,4 +275,5 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
     final = string.Template((images / f"{flavour}.Dockerfile").read_text(encoding="utf-8")).substitute(values)
     # the final template's own `$$` became `$`; keep them literal for the second substitution
     final = final.replace("$", "$$").replace("$${deps_image}", "${deps_image}").replace("$${labels}", "${labels}")
-    return Dockerfiles(flavour, base, python, deps, final, needs_mirror=devel and base.startswith(APT_FAMILIES))
+    mirror = (devel and base.startswith(APT_FAMILIES)) or bool(bundle.system_packages)
+    return Dockerfiles(flavour, base, python, deps, final, needs_mirror=mirror)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 from bundler.errors import BuildError
 from bundler.lock.sidecar import read_sidecar
 from bundler.target.bundle import Bundle
+from bundler.target.syspackages import bundle_line, package_for_library, package_for_message, package_for_program
 
 NAME = "imports"
 BUDGET_S = float(os.environ.get("BUNDLER_IMPORT_BUDGET", "300"))
@@ -31,20 +33,53 @@ def import_argv(bundle: Bundle, python: str) -> tuple[str, ...] | None:
     return argv + (("--gpu-target",) if bundle.target.backend in ("cuda", "rocm") else ())
 
 
-def failure(finding: dict) -> BuildError | None:
-    """The error for an import check that failed with a report; None when it holds no failure."""
-    failures = finding.get("failures") or []
+_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
+_PROGRAM = re.compile(r"No such file or directory: '([\w.+-]+)'")
+
+
+def failure(finding: dict, installed: tuple[str, ...] = ()) -> BuildError | None:
+    """The error for an import check that failed with a report; None when it holds no failure.
+
+    A missing shared library (or program) the table of system packages knows gets the
+    Debian package that provides it, and the hint quotes the one bundle.toml line that
+    installs it beside ``installed`` (the bundle's system packages)."""
+    failures = [dict(item) for item in finding.get("failures") or []]
     if not failures:
         return None
+    asked = {id(item): system_package(str(item.get("error", ""))) for item in failures}
+    wanted = list(dict.fromkeys(package for package, _ in asked.values() if package and package not in installed))
+    line = bundle_line(list(installed) + wanted)
+    for item in failures:
+        package, provided = asked[id(item)]
+        if package in wanted:
+            item["hint"] = (
+                f"{item['distribution']} needs {provided}, which the Debian package {package} provides: "
+                f"in bundle.toml's [build], {line}; then `bundler build`."
+            )
     listed = "\n  ".join(f"{describe(item)}\n    Hint: {item['hint']}" for item in failures[:6])
     more = len(failures) - 6
+    hint = "Follow the hint of each module above (requirements.in, then `bundler lock` and `bundler build`)."
+    if wanted:
+        hint = f"Install the system libraries with one line in bundle.toml's [build]: {bundle_line(list(installed) + wanted)}. " + hint
     return BuildError(
         f"direct dependencies do not import in the new image; the image was removed and nothing tagged:\n  {listed}"
         + (f"\n  … and {more} more" if more > 0 else ""),
-        hint="Follow the hint of each module above (requirements.in, then `bundler lock` and `bundler build`).",
+        hint=hint,
         value=failures[0]["module"] or failures[0]["distribution"],
-        result={"imports": finding},
+        result={"imports": finding, "system_packages": wanted},
     )
+
+
+def system_package(error: str) -> tuple[str, str]:
+    """The Debian package an import error asks for and what it provides ("the system library libGL.so.1"); ("", "") when none."""
+    library = _LIBRARY.search(error)
+    if library and package_for_library(library.group(1)):
+        return package_for_library(library.group(1)), f"the system library {library.group(1)}"
+    program = _PROGRAM.search(error)
+    if program and package_for_program(program.group(1)):
+        return package_for_program(program.group(1)), f"the program {program.group(1)}"
+    package, words = package_for_message(error)
+    return (package, f"{package} ({words!r})") if package else ("", "")
 
 
 def describe(item: dict) -> str:

@@ -21,6 +21,7 @@ from bundler.target.bundle import Bundle
 from bundler.target.syspackages import bundle_line, package_for_library, package_for_message, package_for_program
 
 NAME = "imports"
+LIBRARIES = "shared libraries"  # the check whose finding lists what every shared object lacks (inimage/libraries.py)
 BUDGET_S = float(os.environ.get("BUNDLER_IMPORT_BUDGET", "300"))
 
 
@@ -37,17 +38,22 @@ _LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file"
 _PROGRAM = re.compile(r"No such file or directory: '([\w.+-]+)'")
 
 
-def failure(finding: dict, installed: tuple[str, ...] = ()) -> BuildError | None:
+def failure(finding: dict, findings: dict | None = None, installed: tuple[str, ...] = ()) -> BuildError | None:
     """The error for an import check that failed with a report; None when it holds no failure.
 
     A missing shared library (or program) the table of system packages knows gets the
     Debian package that provides it, and the hint quotes the one bundle.toml line that
-    installs it beside ``installed`` (the bundle's system packages)."""
+    installs it beside ``installed`` (the bundle's system packages), together with every other
+    library the shared objects of that distribution lack (``findings``' shared-libraries check)."""
     failures = [dict(item) for item in finding.get("failures") or []]
     if not failures:
         return None
+    site = ((findings or {}).get(LIBRARIES) or {}).get("site_unresolved") or {}
     asked = {id(item): system_package(str(item.get("error", ""))) for item in failures}
-    wanted = list(dict.fromkeys(package for package, _ in asked.values() if package and package not in installed))
+    lacking = [lib for item in failures if asked[id(item)][0] for lib in _lacking(site, item)]
+    also = [package_for_library(lib) for lib in lacking]
+    wanted = list(dict.fromkeys([package for package, _ in asked.values() if package] + [p for p in also if p]))
+    wanted = [package for package in wanted if package not in installed]
     line = bundle_line(list(installed) + wanted)
     for item in failures:
         package, provided = asked[id(item)]
@@ -68,6 +74,13 @@ def failure(finding: dict, installed: tuple[str, ...] = ()) -> BuildError | None
         value=failures[0]["module"] or failures[0]["distribution"],
         result={"imports": finding, "system_packages": wanted},
     )
+
+
+def _lacking(site: dict, item: dict) -> list[str]:
+    """The libraries ldd could not find for the shared objects of a failing module's folder (and its ``<dist>.libs``)."""
+    module = str(item.get("module") or "").split(".")[0]
+    vendored = str(item.get("distribution", "")).replace("-", "_") + ".libs"
+    return sorted({lib for path, libs in site.items() if path.split("/")[0] in (module, vendored) for lib in libs})
 
 
 def system_package(error: str) -> tuple[str, str]:

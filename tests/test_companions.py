@@ -169,3 +169,12 @@ def test_init_proposes_the_packages_of_a_repositorys_apt_txt_and_the_build_reads
     assert result.returncode == 0, result.stderr
     assert "apt.txt names 2 Debian package(s), installed in the dependency image by `bundler build`: libgl1, libglib2.0-0" in result.stderr
     assert load_bundle(repo).system_packages == ("libgl1", "libglib2.0-0")
+
+
+def test_the_dependency_dockerfiles_with_system_packages_pass_hadolint(tmp_path):
+    from tests.dockerfile_support import hadolint
+
+    bundle = load_bundle(_project(tmp_path / "gl", "torch\n", build='system_packages = ["libgl1", "libglib2.0-0"]\n'))
+    files = render(bundle, "runtime", "python:3.11-slim-bookworm")
+    result = hadolint(tmp_path, {route: files.deps_text(route) for route in ("loopback", "context")})
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -178,3 +178,20 @@ def test_the_dependency_dockerfiles_with_system_packages_pass_hadolint(tmp_path)
     files = render(bundle, "runtime", "python:3.11-slim-bookworm")
     result = hadolint(tmp_path, {route: files.deps_text(route) for route in ("loopback", "context")})
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_cuda_library_of_another_major_than_the_target_is_a_warning_and_torchs_own_are_not(tmp_path):
+    from bundler.lock.companions import check_companions
+    from bundler.target.bundle import Target
+    from bundler.target.table_file import load_table
+
+    build = load_table().build_for(Target("cuda", "13.0", "2.9.1", "3.11"))
+    body = (
+        "nvidia-cublas==13.1.0.3 \\\n    --hash=sha256:" + "a" * 64 + "\n    # via torch\n"
+        "nvidia-cublas-cu12==12.8.4.1 \\\n    --hash=sha256:" + "b" * 64 + "\n    # via\n    #   cupy-cuda12x\n    #   oldkernels\n"
+        "triton==3.5.1 \\\n    --hash=sha256:" + "c" * 64 + "\n    # via torch\n"
+    )
+    found = check_companions(body, build, {"torch": "2.9.1+cu130"}, "requirements.in")
+    assert len(found.warnings) == 1 and found.warnings[0].startswith("nvidia-cublas-cu12==12.8.4.1, pulled in by cupy-cuda12x, oldkernels")
+    assert "a CUDA 12 library, and the Target is CUDA 13.0" in found.warnings[0]
+    assert found.notes == []  # a CUDA Target: triton and the CUDA libraries are its own

@@ -195,3 +195,15 @@ def test_a_cuda_library_of_another_major_than_the_target_is_a_warning_and_torchs
     assert len(found.warnings) == 1 and found.warnings[0].startswith("nvidia-cublas-cu12==12.8.4.1, pulled in by cupy-cuda12x, oldkernels")
     assert "a CUDA 12 library, and the Target is CUDA 13.0" in found.warnings[0]
     assert found.notes == []  # a CUDA Target: triton and the CUDA libraries are its own
+
+
+def test_a_mirror_without_the_targets_torchvision_is_named_not_the_requirements(tmp_path):
+    import shutil
+
+    index = build_fake_index(tmp_path / "index")
+    shutil.rmtree(index.root / "whl" / "cpu" / "torchvision")  # a mirror filled with torch alone
+    project = _project(tmp_path / "p", "torch==2.9.1\ntorchvision\n", torch="2.9.1")
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": index.index_map()})
+    assert result.returncode == 9, result.stderr
+    assert "has no torchvision==0.24.1+cpu, the Target's build" in data["error"]["message"]
+    assert "requirements are not at fault" in data["error"]["hint"] and "Loosen" not in data["error"]["hint"]

@@ -207,3 +207,21 @@ def test_a_mirror_without_the_targets_torchvision_is_named_not_the_requirements(
     assert result.returncode == 9, result.stderr
     assert "has no torchvision==0.24.1+cpu, the Target's build" in data["error"]["message"]
     assert "requirements are not at fault" in data["error"]["hint"] and "Loosen" not in data["error"]["hint"]
+
+
+def test_a_rocm_lock_with_another_pytorch_triton_rocm_or_a_cuda_library_warns(tmp_path):
+    from bundler.lock.companions import check_companions
+    from bundler.target.bundle import Target
+    from bundler.target.table_file import load_table
+
+    build = load_table().build_for(Target("rocm", "6.4", "2.9.1", "3.11"))
+    body = (
+        "pytorch-triton-rocm==3.9.0 \\\n    --hash=sha256:" + "a" * 64 + "\n    # via rocmkernels\n"
+        "nvidia-nccl-cu12==2.27.3 \\\n    --hash=sha256:" + "b" * 64 + "\n    # via cudatools\n"
+    )
+    found = check_companions(body, build, {"torch": "2.9.1+rocm6.4"}, "requirements.in")
+    assert [w.split(",")[0] for w in found.warnings] == ["pytorch-triton-rocm==3.9.0", "nvidia-nccl-cu12==2.27.3"]
+    assert (
+        "pulled in by rocmkernels" in found.warnings[0] and f"pytorch-triton-rocm {build.release.pytorch_triton_rocm}" in found.warnings[0]
+    )
+    assert "pulled in by cudatools" in found.warnings[1] and "rocm6.4 build, which uses none" in found.warnings[1]

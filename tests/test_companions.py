@@ -91,9 +91,10 @@ def kernels_index(tmp_path):
     return index
 
 
-def test_a_triton_another_package_pulls_in_against_the_pairing_is_a_warning_naming_it(tmp_path, kernels_index):
+@pytest.mark.parametrize("resolver", ["pip-tools", "uv"])
+def test_a_triton_another_package_pulls_in_against_the_pairing_is_a_warning_naming_it(tmp_path, kernels_index, resolver):
     project = _project(tmp_path / "p", "torch==2.9.1\nfastkernels\njitcompile\n", torch="2.9.1")
-    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": kernels_index.index_map()})
+    result, data = _lock(project, "--resolver", resolver, env={"BUNDLER_INDEX_MAP": kernels_index.index_map()})
     assert result.returncode == 0, result.stderr
     assert "triton==3.9.0" in (project / "requirements-rebuild.txt").read_text()  # the lock is written all the same
     triton = [w for w in data["warnings"] if w.startswith("triton==3.9.0")]

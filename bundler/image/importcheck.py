@@ -66,7 +66,7 @@ def failure(finding: dict, findings: dict | None = None, installed: tuple[str, .
     more = len(failures) - 6
     hint = "Follow the hint of each module above (requirements.in, then `bundler lock` and `bundler build`)."
     if wanted:
-        hint = f"Install the system libraries with one line in bundle.toml's [build]: {bundle_line(list(installed) + wanted)}. " + hint
+        hint = f"Install the system libraries with one line in bundle.toml's [build]: {line}. " + hint
     return BuildError(
         f"direct dependencies do not import in the new image; the image was removed and nothing tagged:\n  {listed}"
         + (f"\n  … and {more} more" if more > 0 else ""),

@@ -226,3 +226,11 @@ def test_a_rocm_lock_with_another_pytorch_triton_rocm_or_a_cuda_library_warns(tm
         "pulled in by rocmkernels" in found.warnings[0] and f"pytorch-triton-rocm {build.release.pytorch_triton_rocm}" in found.warnings[0]
     )
     assert "pulled in by cudatools" in found.warnings[1] and "rocm6.4 build, which uses none" in found.warnings[1]
+
+
+def test_the_devel_flavour_installs_the_system_packages_after_its_compiler_layer(tmp_path):
+    bundle = load_bundle(_project(tmp_path / "gl", "torch\n", build='system_packages = ["libsndfile1"]\n'))
+    files = render(bundle, "devel", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04")
+    runs = _run_instructions(files.deps_text("loopback"))
+    installs = [index for index, run in enumerate(runs) if "apt-get install" in run]
+    assert len(installs) == 2 and "build-essential" in runs[installs[0]] and "--no-install-recommends libsndfile1;" in runs[installs[1]]

@@ -88,6 +88,8 @@ def kernels_index(tmp_path):
     add_pypi_wheel(index, "fastkernels", "1.0", ["triton==3.9.0"])
     add_pypi_wheel(index, "nvidia-cuda-nvcc-cu12", "12.8.93", [])
     add_pypi_wheel(index, "jitcompile", "0.3", ["nvidia-cuda-nvcc-cu12", "numpy"])
+    add_pypi_wheel(index, "visionhelpers", "1.0", ["torchvision"])
+    add_pypi_wheel(index, "audiohelpers", "2.0", ["torchaudio"])
     return index
 
 
@@ -112,6 +114,28 @@ def test_a_lock_whose_companions_agree_with_the_pairing_has_no_warning(tmp_path,
     assert result.returncode == 0, result.stderr
     assert data["warnings"] == []
     assert any(n.startswith("triton==3.5.1, pulled in by requirements.in itself") for n in data["notes"])
+
+
+def test_a_torchvision_another_package_pulls_in_from_the_targets_index_is_its_build(tmp_path, kernels_index):
+    project = _project(tmp_path / "p", "torch==2.9.1\nvisionhelpers\n", torch="2.9.1")
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": kernels_index.index_map()})
+    assert result.returncode == 0, result.stderr
+    assert "torchvision==0.24.1+cpu" in (project / "requirements-rebuild.txt").read_text() and data["warnings"] == []
+
+
+def test_a_torchaudio_another_package_pulls_in_where_the_torch_has_none_is_refused_naming_it(tmp_path, kernels_index, monkeypatch):
+    mine = tmp_path / "compat.toml"  # a row of the user's: torch 2.9.1 as if it had no torchaudio, as 2.13 has none
+    mine.write_text(
+        '[[release]]\ntorch = "2.9.1"\ntorchvision = "0.24.1"\ntorchaudio = ""\ntriton = "3.5.1"\ncpu = true\npython = ["3.11"]\n'
+    )
+    project = _project(tmp_path / "p", "torch==2.9.1\naudiohelpers\n", torch="2.9.1")
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": kernels_index.index_map(), "BUNDLER_COMPAT": str(mine)})
+    assert result.returncode == 6, result.stderr
+    message = data["error"]["message"]
+    assert "torchaudio==2.9.1+cpu, pulled in by audiohelpers, and no torchaudio release exists for torch 2.9.1" in message
+    assert "nearest torch with torchaudio: 2.9.0 (torchaudio 2.9.0)" in message
+    assert "--torch 2.9.0" in data["error"]["hint"] and "drop audiohelpers" in data["error"]["hint"]
+    assert "different label" not in message and not (project / "requirements-rebuild.txt").exists()
 
 
 # ----- system packages ---------------------------------------------------------------------

@@ -7,10 +7,15 @@ CPU Target): the resolver then picks the newest, whatever the table pairs with t
 After resolving, each such pin is compared with the compatibility table's pairing and
 named together with who pulled it in (the resolver's ``# via`` lines):
 
-- a warning when it contradicts the pairing: triton, torchvision, torchaudio,
-  pytorch-triton-rocm at another version than the release pairs, an ``nvidia-*`` CUDA
-  library on a CPU or ROCm Target, or one of another CUDA major than the Target's;
+- a warning when it contradicts the pairing: triton or pytorch-triton-rocm at another
+  version than the release pairs, an ``nvidia-*`` CUDA library on a CPU or ROCm Target, or
+  one of another CUDA major than the Target's;
 - a note for a GPU compiler in a CPU lock (triton, ``nvidia-cuda-nvcc*``): never used there.
+
+A torchvision or torchaudio pulled in that way, when it is not the Target's build (PyPI's,
+unlabelled), refuses the lock instead, naming who pulled it in and the route: list it in
+requirements.in (bundler then pins the Target's build), or, when the Target's torch has no
+such release, the nearest torch that has one.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from bundler.target.table import TorchBuild
+from bundler.target.bundle import Target
+from bundler.target.table import CompatTable, TorchBuild
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;\\]+)")
 _VIA = re.compile(r"^#\s+via\b\s*(.*)$")
@@ -39,10 +45,14 @@ class LockedPin:
     via: list[str] = field(default_factory=list)
 
 
+PAIRED = ("torchvision", "torchaudio")  # companions the Target's build pins when requirements.in lists them
+
+
 @dataclass
 class Findings:
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    refusals: list[tuple[str, str]] = field(default_factory=list)  # (why the lock cannot be written, the route)
 
 
 def locked_pins(body: str) -> dict[str, LockedPin]:
@@ -71,13 +81,19 @@ def locked_pins(body: str) -> dict[str, LockedPin]:
     return pins
 
 
-def check_companions(body: str, build: TorchBuild, pinned: dict[str, str], requirements: str) -> Findings:
-    """Warnings and notes for the companions of a resolved lock the Target's build did not pin itself."""
+def check_companions(
+    body: str, build: TorchBuild, pinned: dict[str, str], requirements: str, table: CompatTable | None = None, target: Target | None = None
+) -> Findings:
+    """Warnings, notes and refusals for the companions of a resolved lock the Target's build did not pin itself."""
     findings = Findings()
     for pin in locked_pins(body).values():
         if pin.name in pinned:
             continue  # the Target's own pin: the lock's lint checks it
         who = _who(pin, requirements)
+        if pin.name in PAIRED:
+            refusal = _refusal(pin, who, build, requirements, table, target)
+            findings.refusals += [refusal] if refusal[0] else []
+            continue
         contradiction = _contradiction(pin, build)
         if contradiction:
             findings.warnings.append(
@@ -91,17 +107,28 @@ def check_companions(body: str, build: TorchBuild, pinned: dict[str, str], requi
     return findings
 
 
+def _refusal(
+    pin: LockedPin, who: str, build: TorchBuild, requirements: str, table: CompatTable | None, target: Target | None
+) -> tuple[str, str]:
+    """A torchvision/torchaudio pulled in from PyPI: why it cannot go next to the Target's torch, and the route."""
+    torch, paired = build.release.torch, getattr(build.release, pin.name.replace("-", "_"), "")
+    if paired and pin.version == build.labelled(paired):
+        return "", ""  # the resolver took the Target's own build from the Target's index
+    if paired:
+        why = f"{pin.name}=={pin.version}, pulled in by {who}, is not the Target's build ({pin.name}=={build.labelled(paired)})"
+        return why, f"Add {pin.name} to {requirements}: bundler then pins the Target's build, {pin.name}=={build.labelled(paired)}."
+    why = f"{pin.name}=={pin.version}, pulled in by {who}, and no {pin.name} release exists for torch {torch}"
+    nearest = table.nearest_with(pin.name, target) if table is not None and target is not None else None
+    if nearest is None:
+        return why, f"Drop {who} from {requirements}, or choose a torch that has {pin.name}."
+    why += f". The nearest torch with {pin.name}: {nearest.torch} ({pin.name} {getattr(nearest, pin.name.replace('-', '_'))})"
+    return why, f"Lock for that torch with `bundler lock --torch {nearest.torch}`, or drop {who} from {requirements}."
+
+
 def _contradiction(pin: LockedPin, build: TorchBuild) -> str:
     """How the pin contradicts the Target's pairing ("" when it does not, or the table does not say)."""
     release, torch = build.release, f"torch {build.release.torch}"
-    paired = {
-        "torchvision": release.torchvision,
-        "torchaudio": release.torchaudio,
-        "triton": release.triton,
-        "pytorch-triton-rocm": release.pytorch_triton_rocm,
-    }
-    if pin.name == "torchaudio" and not release.torchaudio:
-        return f"and no torchaudio release exists for {torch} (the compatibility table pairs none with it)"
+    paired = {"triton": release.triton, "pytorch-triton-rocm": release.pytorch_triton_rocm}
     if pin.name in paired and paired[pin.name] and not _matches(pin.version, paired[pin.name]):
         return f"and {torch} is paired with {pin.name} {paired[pin.name]} (the compatibility table)"
     if pin.name.startswith("nvidia-") and build.backend != "cuda":

@@ -117,8 +117,13 @@ def run_lock(
         resolver=f"{resolution.resolver} {where} for {target.platform}",
     )
     text = render_lock(spec.lock_path.name, header, resolution.body)
+    pulled_in = check_companions(resolution.body, spec.build, spec.pins, Path(bundle.requirements).name, table, target)
+    if pulled_in.refusals:
+        why, route = pulled_in.refusals[0]
+        raise LockError(
+            f"the lock resolved for {target.describe()} was not written: {why}.", hint=route, path=bundle.root / bundle.requirements
+        )
     ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)
-    pulled_in = check_companions(resolution.body, spec.build, spec.pins, Path(bundle.requirements).name)
     spec.warnings.extend(pulled_in.warnings)
     backup = None
     if state.status == "tampered":

@@ -10,7 +10,7 @@
 # ---- system stage: Python and a compiler, the image's user ---------------------------
 FROM ${base} AS system
 ${system_packages}
-${system_layer}${user_setup}
+${user_setup}
 ${install_stage}
 FROM system
 ${environment}

@@ -252,9 +252,19 @@ def test_a_rocm_lock_with_another_pytorch_triton_rocm_or_a_cuda_library_warns(tm
     assert "pulled in by cudatools" in found.warnings[1] and "rocm6.4 build, which uses none" in found.warnings[1]
 
 
-def test_the_devel_flavour_installs_the_system_packages_after_its_compiler_layer(tmp_path):
+def test_the_devel_flavour_installs_the_system_packages_with_its_compiler(tmp_path):
     bundle = load_bundle(_project(tmp_path / "gl", "torch\n", build='system_packages = ["libsndfile1"]\n'))
-    files = render(bundle, "devel", "nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04")
-    runs = _run_instructions(files.deps_text("loopback"))
-    installs = [index for index, run in enumerate(runs) if "apt-get install" in run]
-    assert len(installs) == 2 and "build-essential" in runs[installs[0]] and "--no-install-recommends libsndfile1;" in runs[installs[1]]
+    for base in ("nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04", "python:3.11-bookworm"):
+        runs = _run_instructions(render(bundle, "devel", base).deps_text("loopback"))
+        installs = [run for run in runs if "apt-get install" in run]
+        assert len(installs) == 1 and "libsndfile1" in installs[0].split("--no-install-recommends", 1)[1], installs
+
+
+def test_the_fabrics_packages_and_the_bundles_own_share_one_apt_step(tmp_path):
+    project = _project(tmp_path / "p", "torch\n", build='system_packages = ["libgl1", "librdmacm1"]\n')
+    text = project.joinpath("bundle.toml").read_text().replace('base_digest = ""', 'base_digest = ""\nfabric = "infiniband"')
+    project.joinpath("bundle.toml").write_text(text)
+    runs = _run_instructions(render(load_bundle(project), "runtime", "python:3.11-slim-bookworm").deps_text("loopback"))
+    installs = [run for run in runs if "apt-get install" in run]
+    assert len(installs) == 1
+    assert "--no-install-recommends libibverbs1 ibverbs-providers librdmacm1 libgl1;" in installs[0]

@@ -26,7 +26,7 @@ DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+", re.ASCII)
 _SONAME_STEM = re.compile(r"^(.+?\.so)(?:\.[0-9.]*)?$")
 
 
-def bundle_packages(root: Path, path: Path, value: object) -> tuple[str, ...]:
+def declared_packages(root: Path, path: Path, value: object) -> tuple[str, ...]:
     """``[build] system_packages`` of bundle.toml at ``path``, then apt.txt's names; ProjectFileError naming the bad one."""
     if not isinstance(value, list):
         raise ProjectFileError(

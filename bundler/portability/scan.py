@@ -28,6 +28,8 @@ from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_t
 from bundler.portability.walk import WalkEntry, generated_file, walk
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+# Text that is read a line at a time: a larger file is scanned in parts of MAX_FILE_BYTES.
+LINE_ORIENTED_SUFFIXES = frozenset({".csv", ".tsv", ".log", ".txt", ".list", ".lst", ".flist", ".jsonl", ".ndjson"})
 BINARY_SNIFF_BYTES = 8192
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -224,7 +226,11 @@ class Scanner:
                     result.skipped.append(Skipped(relative, "generated file (scanned with --include-generated)"))
                     return
                 if size > max_bytes:
-                    result.not_checked.append(Skipped(relative, f"too large ({size} bytes > limit of {max_bytes})"))
+                    if os.path.splitext(relative)[1].lower() in LINE_ORIENTED_SUFFIXES:
+                        self.scan_in_parts(relative, handle, head, result, max_bytes)
+                        return
+                    why = "only line-oriented text (csv, tsv, log, txt, file lists, jsonl) is read in parts"
+                    result.not_checked.append(Skipped(relative, f"too large ({size} bytes > limit of {max_bytes}; {why})"))
                     return
                 data = head + handle.read()
         except OSError as error:
@@ -256,6 +262,35 @@ class Scanner:
             context.mark_remote_variables(data, found)
         if any(f.shape == "tilde" and not f.note and f.category not in ("docs", *INFORMATION) for f in found):
             _note_quoted_tildes(relative, decode(data)[0], found)
+        result.findings.extend(found)
+
+    def scan_in_parts(self, relative: str, handle, pending: bytes, result: ScanResult, part_bytes: int) -> None:
+        """A line-oriented text larger than ``part_bytes``, read a part of whole lines at a time: memory
+        stays bounded by the part, and each finding keeps its line number in the whole file. A part
+        holding a NUL byte is no text: the file is then not checked (its findings would be half of them)."""
+        category, lines_before, found = category_of(relative, pending), 0, []
+        size = os.fstat(handle.fileno()).st_size
+        while True:
+            block = handle.read(part_bytes)
+            data = pending + block
+            if b"\0" in block:
+                line = lines_before + data.count(b"\n", 0, data.index(b"\0"))
+                why = f"too large ({size} bytes > limit of {part_bytes}) and not text after line {line} (a NUL byte)"
+                result.not_checked.append(Skipped(relative, f"{why}: check it by hand"))
+                return
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            if block and cut == 0:
+                result.not_checked.append(Skipped(relative, f"a line longer than {part_bytes} bytes after line {lines_before}"))
+                return
+            part, pending = data[:cut], data[cut:]
+            lines = self.candidate_lines(part, code=False)
+            for finding in self.findings_in(relative, part, category, lines) if lines else ():
+                finding.line += lines_before
+                found.append(finding)
+            lines_before += part.count(b"\n")
+            if not block:
+                break
+        result.files_scanned += 1
         result.findings.extend(found)
 
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:

@@ -333,6 +333,19 @@ def test_slurm_docker_and_podman_get_only_the_allocated_cards(project_of, tmp_pa
     assert pulls == [["pull", "-q", f"{REGISTRY}@{DIGEST}"]] * 2  # a registry's reference is pulled once per node before giving up
 
 
+@pytest.mark.parametrize("adapters", [False, True])
+def test_docker_and_podman_steps_pass_the_nodes_rdma_adapters_only_when_it_has_them(adapters):
+    """A private /dev (a mount namespace as root) with and without an infiniband folder: the flags NCCL's verbs need."""
+    from bundler.jobs.slurm_runtimes import RDMA_LINE
+
+    make = "mkdir /dev/infiniband; " if adapters else ""
+    shown = f"mount -t tmpfs none /dev; {make}{RDMA_LINE}; printf '%s\\n' \"${{rdma[@]}}\""
+    ran = subprocess.run(["unshare", "--mount", "bash", "-c", shown], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    flags = ["--device", "/dev/infiniband", "--ulimit", "memlock=-1:-1", "--cap-add", "IPC_LOCK"]
+    assert ran.stdout.split() == (flags if adapters else [])
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -31,6 +31,9 @@ _NO_GPU = (
     'echo "bundler job: node $node: Slurm allocated no GPU to this step (SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES are empty); '
     'ask for cards with --gpus-per-node" >&2; return 3'
 )
+# RDMA adapters the node has reach the container (NCCL falls back to sockets otherwise), with the
+# locked memory their queues pin
+RDMA_LINE = "rdma=(); if [ -d /dev/infiniband ]; then rdma=(--device /dev/infiniband --ulimit memlock=-1:-1 --cap-add IPC_LOCK); fi"
 _GPU_LIST = [
     'gpus="${SLURM_STEP_GPUS:-${CUDA_VISIBLE_DEVICES:-}}"',
     f'[ -n "$gpus" ] || {{ {_NO_GPU}; }}',
@@ -95,13 +98,13 @@ def _engine_body(engine: str, backend: str, env_names: list[str]) -> list[str]:
     exists = f'timeout {CHECK_SECONDS} {engine} image inspect "$IMAGE" >/dev/null 2>&1'
     pull = f'{{ [ "$PULL" = 1 ] && timeout "${{BUNDLE_PULL_TIMEOUT:-900}}" {engine} pull -q "$IMAGE" >&2; }}'
     lines = [f"if ! {exists} && ! {pull}; then {_MISSING.format(how=how)}; fi"]
-    lines += _gpu_lines(engine, backend)
+    lines += [*_gpu_lines(engine, backend), RDMA_LINE]
     user = ['--user "$(id -u):$(id -g)"']
     if engine == "podman":  # rootless Podman maps the submitting user onto itself; as root, --user is enough
         lines.append('if [ "$(id -u)" = 0 ]; then users=(--user 0:0); else users=(--userns=keep-id --user "$(id -u):$(id -g)"); fi')
         user = ['"${users[@]}"']
     flags = ["--rm", "--init", '--name "$CONTAINER"', "--network host", "--ipc host", *user, f"-w {layout.PROJECT}"]
-    flags += [f'-v "$RUNS:{layout.PROJECT}/runs"', *(f"-e {name}" for name in env_names), '"${gpu_flags[@]}"']
+    flags += [f'-v "$RUNS:{layout.PROJECT}/runs"', *(f"-e {name}" for name in env_names), '"${gpu_flags[@]}"', '"${rdma[@]}"']
     lines += [
         'CONTAINER="bundle-${SLURM_JOB_ID}-$step-${SLURM_NODEID:-0}"',
         f"trap '{engine} rm -f \"$CONTAINER\" >/dev/null 2>&1 || true' EXIT",

@@ -42,7 +42,7 @@ _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|privat
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
 _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
-    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))" + PORTABLE_LOOKAHEAD + rb"[A-Za-z_][\w.+-]*(?:/|[\"']\s*[+,])"
+    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))" + PORTABLE_LOOKAHEAD + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`]|[ \t]*(?:#|\r?\n|\Z))"
 )
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
@@ -126,12 +126,30 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
-    result.parameters = dict(scanner.registry.assigned)
+    if scanner.container_folders:  # paths under the project's own container layout are the container's
+        result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
+        used = {f.parameter for f in result.findings if f.parameter}
+        result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
+    else:
+        result.parameters = dict(scanner.registry.assigned)
     result.omegaconf_dirs = sorted(scanner.omegaconf_dirs)
     result.findings.sort(key=lambda f: (f.file, f.line, f.column))
     result.skipped.sort(key=lambda s: s.file)
     result.not_checked.sort(key=lambda s: s.file)
     return result
+
+
+_CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".containerfile", ".mk")
+
+
+def _declares_containers(relative: str) -> bool:
+    """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles."""
+    name = relative.rsplit("/", 1)[-1]
+    return name.endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
+
+
+def _container_side(finding: Finding, folders: set[str]) -> bool:
+    return finding.shape == "absolute" and finding.category in ("code", "config") and context.under_container_folder(finding.text, folders)
 
 
 def make_scanner(root: Path, literals: list[bytes] | None = None, *, include_generated: bool = False) -> Scanner:
@@ -189,6 +207,7 @@ class Scanner:
         self.slash = re.compile(_SLASH.pattern[:-1] + roots + b"|" + _ABSOLUTE.pattern[1:] + b")")  # one pass over the slashes
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
+        self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
         self._exists_cache: dict[str, bool] = {}
 
     # --- one entry of the walk ---------------------------------------------------------
@@ -252,6 +271,8 @@ class Scanner:
         lines = self.candidate_lines(data, code=os.path.splitext(relative)[1].lower() not in _NOT_CODE)
         if not lines:
             return
+        if _declares_containers(relative):  # a bind's container side is an absolute path: only files with a trigger
+            self.container_folders |= context.container_folders(data)
         if not data.isascii():
             encoding = decode(data)[1]
             if encoding != "utf-8":
@@ -345,6 +366,10 @@ class Scanner:
             return None
         if hit.group in ("home", "project", "temp", "absolute") and context.is_web_path(data, line_start, hit.start):
             return None
+        if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
+            return None  # an inlined image or video, not a folder
+        if hit.group in ("temp", "absolute") and context.in_container(data, line_start, hit.start):
+            return None  # docker exec NAME /scripts/x.sh: the container's own layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)

@@ -38,3 +38,10 @@ def test_any_other_backend_gets_no_version_override(tmp_path):
     assert vcs_version(tmp_path) == {}
     (tmp_path / "pyproject.toml").write_text("[build-system\n")  # unreadable: the build's own refusal will say why
     assert vcs_version(tmp_path) == {}
+
+
+def test_a_project_with_compiled_sources_builds_in_a_builder_with_compilers():
+    from bundler.image.builder import compilers_for
+
+    assert compilers_for(["src/pkg/__init__.py", "README.md"]) == []  # pure Python: the base image as it is
+    assert compilers_for(["src/pkg/_fast.pyx", "Cargo.toml"]) == ["build-essential", "cargo", "pkg-config"]

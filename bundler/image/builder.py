@@ -44,10 +44,15 @@ _SUFFIXES = {".c": "c", ".cc": "c", ".cpp": "c", ".cxx": "c", ".pyx": "c", ".f":
 
 def needed_compilers(sdist: Path) -> list[str]:
     """The Debian packages the archive's sources call for ([] for pure Python)."""
+    return compilers_for(_member_names(sdist))
+
+
+def compilers_for(names: list[str]) -> list[str]:
+    """The Debian packages source files by these names call for (an archive's members, a project's files)."""
     kinds = set()
-    for name in _member_names(sdist):
+    for name in names:
         lower = name.lower()
-        if lower.endswith("/cargo.toml"):
+        if lower == "cargo.toml" or lower.endswith("/cargo.toml"):
             kinds.add("rust")
         suffix = os.path.splitext(lower)[1]
         if suffix in _SUFFIXES:

@@ -109,7 +109,7 @@ def project_wheel(bundle, files: ProjectFiles, engine, base, say=lambda text: No
     with tempfile.TemporaryDirectory(prefix="bundler-project-") as work:
         tree = Path(work) / "project"
         copy_tree(files, tree)
-        image = builder.builder_image(engine, base, f"python{bundle.target.python}", [], say)
+        image = builder.builder_image(engine, base, f"python{bundle.target.python}", builder.compilers_for(files.included), say)
         python = f"python{bundle.target.python}"
         wheel, _ = builder.build_tree_in_container(engine, image, python, tree, bundle.name, say, environment)
         try:

@@ -212,3 +212,25 @@ def test_a_failed_first_lock_does_not_speak_of_a_previous_lock(tmp_path, indexed
         run_lock(load_bundle(project))
     assert "jinja2" in raised.value.message and "previous lock" not in (raised.value.hint or "")
     assert (raised.value.hint or "").endswith("Nothing was written.") and not (project / "requirements-rebuild.txt").exists()
+
+
+def test_a_failed_build_against_torch_shows_the_packages_own_errors_and_the_routes(tmp_path):
+    from bundler.image import builder
+
+    log = (
+        "bundler: building against torch 2.13.0+cpu with MAX_JOBS=2\n"
+        "  building 'torchop._C' extension\n"
+        "  torchop/op.cpp:3:10: fatal error: cuda_runtime.h: No such file or directory\n"
+        "  compilation terminated.\n"
+        "  error: command '/usr/bin/g++' failed with exit code 1\n"
+        "  error: subprocess-exited-with-error\n"
+        "  note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+        "ERROR: Failed building wheel for torchop\n"
+    )
+    plan = torchenv.plan(CPU311, "bookworm-python", "torch==2.13.0+cpu", "d" * 64, (), jobs=2)
+    against = builder.AgainstTorch(plan, [], [], tmp_path)
+    error = builder.build_failure("torchop", "0.1", tmp_path / "torchop-0.1.tar.gz", 1, log, against)
+    assert "fatal error: cuda_runtime.h" in error.message and "g++' failed" in error.message
+    assert "subprocess-exited-with-error" not in error.message and "nvcc or hipcc" in error.message
+    hint = error.hint or ""
+    assert "CUDA or ROCm Target" in hint and "publishes a wheel for torch==2.13.0+cpu" in hint and "oosen" not in hint

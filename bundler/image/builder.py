@@ -214,7 +214,7 @@ def build_failure(name: str, version: str, sdist: Path, code: int, log: str, aga
         else f"the build exited {code}"
     )
     if against is not None:
-        return torch_build_failure(name, version, sdist, why, tail, against, bool(_NEEDS_CUDA.search(log)))
+        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(_NEEDS_CUDA.search(log)))
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
         hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in requirements.in, then `bundler lock`), or "
@@ -222,6 +222,18 @@ def build_failure(name: str, version: str, sdist: Path, code: int, log: str, aga
         "requirements.in: bundler then locks and installs that file.",
         value=name,
     )
+
+
+_PIP_NOISE = re.compile(r"subprocess-exited-with-error|^note:|^hint:|^\s*[│╰×]|Building wheel for|Failed to build|ERROR: Failed building")
+_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
+
+
+def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
+    """The package's own error lines (its compiler's and setup's, pip's framing left out), then the last lines of its output."""
+    lines = [line.rstrip() for line in log.splitlines() if line.strip() and not _PIP_NOISE.search(line.strip())]
+    picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
+    picked += [line for line in lines[-last:] if line not in picked]
+    return "\n  ".join(line.strip()[:300] for line in picked)
 
 
 def torch_build_failure(

@@ -224,7 +224,10 @@ def build_failure(name: str, version: str, sdist: Path, code: int, log: str, aga
     )
 
 
-_PIP_NOISE = re.compile(r"subprocess-exited-with-error|^note:|^hint:|^\s*[│╰×]|Building wheel for|Failed to build|ERROR: Failed building")
+_PIP_NOISE = re.compile(
+    r"subprocess-exited-with-error|metadata-generation-failed|finished with status|^note:|^hint:|^\s*[│╰×]"
+    r"|Building wheel for|Failed to build|ERROR: Failed building"
+)
 _OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
 
 
@@ -244,7 +247,7 @@ def torch_build_failure(
     routes = []
     if needs_gpu_compiler and not plan.devel:
         why = "it compiles CUDA/ROCm code, which needs nvcc or hipcc; a CPU Target's base has neither"
-        routes.append(f"{name} may not build for a CPU Target at all: lock for a CUDA or ROCm Target (built on its devel base)")
+        routes.append(f"lock for a CUDA or ROCm Target, whose build runs on its devel base ({name} may not build for a CPU Target at all)")
     elif needs_gpu_compiler:
         routes.append(f"check that the devel base {plan.base} has the compiler and headers its log asks for")
     routes.append(f"pin a release of {name} that publishes a wheel for {plan.torch}")

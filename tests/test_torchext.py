@@ -121,6 +121,7 @@ def test_a_rocm_targets_build_names_its_gfx_targets_and_a_cpu_build_stays_on_the
     assert all(arch.startswith("gfx") for arch in rocm.environment.get("PYTORCH_ROCM_ARCH", "gfx").split(";"))
     cpu = torchenv.plan(CPU311, "bookworm-python", "torch==2.13.0+cpu", "d" * 64, (), jobs=2)
     assert (cpu.base, cpu.devel, cpu.environment) == ("bookworm-python", False, {"MAX_JOBS": "2", "FORCE_CUDA": "0"})
+    assert cpu.build_requires == ("ninja",)  # BuildExtension honours MAX_JOBS only with ninja
 
 
 def test_max_jobs_is_bounded_by_cpus_and_by_memory():

@@ -5,7 +5,7 @@ against the very torch it will run with, so it is built with build isolation off
 that holds, first, the Target's own torch and what torch needs (the lock's wheels, taken from
 the wheel cache and installed with ``--require-hashes``), then the build requirements the
 package names (pyproject's ``[build-system] requires`` without torch, else setuptools and
-wheel), constrained to the lock's versions. On a CUDA or ROCm Target it builds on the devel
+wheel) and ninja, constrained to the lock's versions. On a CUDA or ROCm Target it builds on the devel
 base (nvcc / hipcc), with the Target's architectures (``TORCH_CUDA_ARCH_LIST`` /
 ``PYTORCH_ROCM_ARCH`` from the compatibility table), ``CUDA_HOME`` / ``ROCM_HOME`` and
 ``MAX_JOBS`` bounded by this machine's CPUs and memory. The wheel is cached by the
@@ -143,6 +143,8 @@ def plan(
 
     jobs = jobs or max_jobs()
     environment = {"MAX_JOBS": str(jobs)}
+    if "ninja" not in {str(canonicalize_name(name)) for name in _names(list(requires))}:
+        requires = (*requires, "ninja")  # torch's BuildExtension compiles in parallel (MAX_JOBS) only with ninja
     if target.backend == "cpu":
         return TorchBuildPlan(runtime_base, False, torch_pin, torch_sha256, environment | {"FORCE_CUDA": "0"}, requires)
     table = load_table()

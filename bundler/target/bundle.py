@@ -17,11 +17,13 @@ passes silently)::
     torch_index = "pytorch"                # pytorch (download.pytorch.org/whl/<build>) | pypi
     base_image = "python:3.11-slim-bookworm"
     base_digest = ""                       # sha256:… once known (bundler build)
+    fabric = "infiniband"                  # optional: infiniband | roce (the image gets the RDMA user space) | none
 
     [build]
     lock = "requirements-rebuild.txt"
     requirements = "requirements.in"       # the lock's input: an adopted project's own requirements file
     size_budget_mb = 3000
+    system_packages = ["libgl1"]           # Debian packages in the dependency image (plus apt.txt's, when present)
 
     [[extensions]]                         # zero or more
     name = "flash-attn"                    # distribution name
@@ -44,6 +46,8 @@ from pathlib import Path
 from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import ProjectFileError, UsageError
 from bundler.fsutil import read_toml
+from bundler.target.fabric import FABRICS
+from bundler.target.syspackages import declared_packages
 from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
 
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
@@ -94,6 +98,8 @@ class Bundle:
     size_budget_mb: int = 3000
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
     inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
+    fabric: str = ""  # [target] fabric: the network between nodes (target/fabric.py); "" when bundle.toml does not say
+    system_packages: tuple[str, ...] = ()  # Debian package names: [build] system_packages, then apt.txt's
 
     @property
     def path(self) -> Path:
@@ -200,8 +206,8 @@ def load_bundle(project: Path | None = None) -> Bundle:
 
 _SECTIONS = {
     "project": {"name", "package", "entry"},
-    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index"},
-    "build": {"lock", "requirements", "size_budget_mb"},
+    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index", "fabric"},
+    "build": {"lock", "requirements", "size_budget_mb", "system_packages"},
     "diagnostics": {"memory_hook", "results_dir", "dataloader_workers"},
 }
 _EXTENSION_KEYS = {"name", "module", "compile", "check"}
@@ -230,10 +236,8 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         )
     for key in _SECTIONS["target"]:
         _require_str(path, "target", target_data, key, optional=key not in ("backend", "torch", "python"))
-    target = validate_target(
-        Target(**{key: str(value) for key, value in target_data.items()} | {"accelerator": str(target_data.get("accelerator", ""))}),
-        path,
-    )
+    fields = {key: str(value) for key, value in target_data.items() if key != "fabric"}
+    target = validate_target(Target(**fields | {"accelerator": str(target_data.get("accelerator", ""))}), path)
     budget = build.get("size_budget_mb", 3000)
     if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
         raise ProjectFileError(
@@ -253,7 +257,22 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         size_budget_mb=budget,
         extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
         inputs=_inputs(root, path, data.get("inputs", {})),
+        fabric=_fabric(path, target_data.get("fabric", "")),
+        system_packages=declared_packages(root, path, build.get("system_packages", [])),
     )
+
+
+def _fabric(path: Path, value: str) -> str:
+    """[target] fabric: one of FABRICS, or absent ("")."""
+    if value and value not in FABRICS:
+        raise ProjectFileError(
+            f"{path}: [target] fabric {value!r} is not one of {', '.join(FABRICS)}.",
+            hint='Say the network between the nodes: fabric = "infiniband" or "roce" puts the RDMA user space in the image, '
+            'fabric = "none" (Ethernet only) leaves it out; remove the key when the project runs on one node.',
+            path=path,
+            value=value,
+        )
+    return value
 
 
 def _inputs(root: Path, path: Path, table: object) -> dict[str, str]:

@@ -622,3 +622,36 @@ def test_a_key_added_to_the_schema_is_known_to_bundler_and_to_the_diagnostics(tm
     assert load_bundle(tmp_path).name == "P" and read_bundle(str(tmp_path / "bundle.toml")).error is None
     wrong = copy.bundle_problem(tomllib.loads(text.replace('["libgl1"]', '"libgl1"')))
     assert wrong.text.startswith("[build] system_packages must be a list")
+
+
+# ----- plan.toml's order ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("card", "lots", "per_lot", "accepted"),
+    [
+        ('"H200"', "1", "1", True),
+        ('"H200"', "10", "16", True),
+        ('"H200"', "11", "1", False),  # more lots than bundler prices: the diagnostics refuse them too
+        ('"H200"', "0", "1", False),
+        ('"H200"', "true", "1", False),
+        ('"H200"', '"2"', "1", False),
+        ('"H200"', "2", "17", False),
+        ('"H200"', "2", "0", False),
+        ('"H300"', "1", "1", False),  # not in the catalog
+    ],
+)
+def test_bundler_plan_and_the_diagnostics_take_the_same_orders(tmp_path, card, lots, per_lot, accepted):
+    from bdiag.checkup import load_toml
+    from bdiag.order import OrderError, read_order
+    from bundler.errors import ProjectFileError
+    from bundler.evidence.campaign import load_campaign
+
+    (tmp_path / "plan.toml").write_text(f"[package]\ncard = {card}\ndays = 3\nlots = {lots}\n", encoding="utf-8")
+    (tmp_path / "catalog.toml").write_text(f'[cards."H200"]\ncards_per_lot = {per_lot}\nprice = {{ 3 = "10" }}\n', encoding="utf-8")
+    verdicts = []
+    for read, refusal in ((lambda: load_campaign(tmp_path), ProjectFileError), (lambda: read_order(str(tmp_path), load_toml), OrderError)):
+        try:
+            read()
+            verdicts.append(True)
+        except refusal:
+            verdicts.append(False)
+    assert verdicts == [accepted, accepted]

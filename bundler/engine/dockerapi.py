@@ -39,6 +39,7 @@ from bundler.engine.base import (
 
 DEFAULT_ADDRESS = "unix:///var/run/docker.sock"
 _BUILT = re.compile(r"Successfully built ([0-9a-f]{12,64})")
+_PUSHED = re.compile(r"digest: (sha256:[0-9a-f]{64})")
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 NO_AUTH = base64.urlsafe_b64encode(b"{}").decode()  # Docker refuses a push without the header
 
@@ -182,7 +183,8 @@ class DockerEngine(Engine):
 
     def pull(self, reference: str) -> Image:
         repository, tag = _split_reference(reference)
-        with self._calls(), self._api.open("POST", wire.Api.path("/images/create", fromImage=repository, tag=tag), timeout=None) as answer:
+        query = {"fromImage": repository, "tag": tag, **self._registry_query(repository)}
+        with self._calls(), self._api.open("POST", wire.Api.path("/images/create", **query), timeout=None) as answer:
             for event in answer.events():
                 if event.get("error") or event.get("errorDetail"):
                     raise EngineFailure(str(event.get("error") or event["errorDetail"].get("message", "")), engine=self.label)
@@ -223,7 +225,7 @@ class DockerEngine(Engine):
                     raise EngineFailure(str(event.get("error") or event["errorDetail"].get("message", "")), engine=self.label)
 
     def push(self, repository: str, tag: str) -> Iterator[PushEvent]:
-        path = wire.Api.path("/images/{}/push", repository, **self._push_query(repository, tag))
+        path = wire.Api.path("/images/{}/push", repository, tag=tag, **self._registry_query(repository))
         headers = {"X-Registry-Auth": registry_auth(repository)}
         with self._calls(), self._api.open("POST", path, headers=headers, timeout=None) as answer:
             for event in answer.events():
@@ -233,10 +235,12 @@ class DockerEngine(Engine):
                 aux = event.get("aux") or {}
                 current = (event.get("progressDetail") or {}).get("current") or 0
                 digest = str(aux.get("Digest", "")) if isinstance(aux, dict) else ""
+                digest = digest or next(iter(_PUSHED.findall(str(event.get("status") or ""))), "")  # Podman: only "TAG: digest: …"
                 yield PushEvent(str(event.get("id") or ""), str(event.get("status") or ""), int(current), digest)
 
-    def _push_query(self, repository: str, tag: str) -> dict[str, object]:
-        return {"tag": tag}
+    def _registry_query(self, repository: str) -> dict[str, object]:
+        """What a pull or push from the repository's registry adds to its query (nothing, on Docker)."""
+        return {}
 
     # ----- containers ----------------------------------------------------------------------
     def _create(self, spec: RunSpec) -> str:

@@ -7,8 +7,8 @@ prefix off some IDs (dockerapi.py spells every ID one way), and its builder (bui
 labels every image ``io.buildah.version``. Its builder makes an empty ``/etc/hosts`` in the
 first RUN layer of a base that has none, dated by the clock: builds are sent with
 buildah's ``timestamp`` (the build's ``source_date``), which dates every file of the new
-layers and the image itself, so that two builds of the same inputs give the same layers. A push
-to a registry on loopback goes over plain HTTP, as Docker's does. A container needs a ``containers.conf``
+layers and the image itself, so that two builds of the same inputs give the same layers. A push to
+or pull from a registry on loopback goes over plain HTTP, as Docker's does. A container needs a ``containers.conf``
 with ``default_ulimits`` on machines that forbid raising limits (README, "Podman").
 """
 
@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 
+from bundler.engine import wire
+from bundler.engine.base import EngineFailure, Image, ImageMissing
 from bundler.engine.dockerapi import DockerEngine, is_loopback_registry
 
 ROOT_SOCKET = "unix:///run/podman/podman.sock"
+LIBPOD = "/v4.0.0/libpod"  # Podman's own API, as of the oldest Podman bundler takes (README, "Engines")
 # the registries Podman writes into a short name: a tag made here (localhost/), by its compat build (docker.io/)
 IMPLIED = ("localhost/", "docker.io/library/", "docker.io/")
 
@@ -56,6 +59,18 @@ class PodmanEngine(DockerEngine):
         query = super()._build_query(tag, network_mode, labels, buildargs, no_cache, source_date)
         return query | ({"timestamp": source_date} if source_date is not None else {})
 
-    def _push_query(self, repository: str, tag: str) -> dict[str, object]:
-        """Docker pushes to a registry on loopback over plain HTTP by itself; Podman is told to (``tlsVerify``)."""
-        return super()._push_query(repository, tag) | ({"tlsVerify": False} if is_loopback_registry(repository) else {})
+    def pull(self, reference: str) -> Image:
+        """Podman's own pull (libpod's), which takes ``tlsVerify``: its Docker-compatible one does not."""
+        query = {"reference": reference, **self._registry_query(reference)}
+        with self._calls(), self._api.open("POST", wire.Api.path(f"{LIBPOD}/images/pull", **query), timeout=None) as answer:
+            for event in answer.events():
+                if event.get("error"):
+                    raise EngineFailure(str(event["error"]), engine=self.label)
+        pulled = self.image(reference)
+        if pulled is None:
+            raise ImageMissing(f"{reference} is not on the engine after its pull", engine=self.label)
+        return pulled
+
+    def _registry_query(self, repository: str) -> dict[str, object]:
+        """Docker reaches a registry on loopback over plain HTTP by itself; Podman is told to (``tlsVerify``)."""
+        return {"tlsVerify": False} if is_loopback_registry(repository) else {}

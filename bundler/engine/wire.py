@@ -191,8 +191,10 @@ class Api:
 
     @staticmethod
     def path(template: str, *names: str, **query: object) -> str:
-        """``template`` with each ``{}`` a quoted name, and the query (None values left out, booleans as 1/0)."""
-        path = template.format(*(quote(name, safe="") for name in names))
+        """``template`` with each ``{}`` a quoted name, and the query (None values left out, booleans as 1/0).
+
+        A name keeps its ``/`` and ``:`` (``127.0.0.1:5000/team/pilot``): the engines route on them."""
+        path = template.format(*(quote(name, safe="/:") for name in names))
         given = {key: int(value) if isinstance(value, bool) else value for key, value in query.items() if value is not None}
         return f"{path}?{urlencode(given)}" if given else path
 

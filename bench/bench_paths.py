@@ -138,9 +138,7 @@ def _notebook_proof(old: str, new: str, values, prefixes) -> str | None:
         ]
 
     def masked(source):
-        return "\n".join(
-            "pass" if re.match(r"\s*[%!?]", line) else line for line in source.split("\n") if "_bundle_paths import" not in line
-        )
+        return "\n".join(re.sub(r"^(\s*)[%!?].*", r"\1pass", line) for line in source.split("\n") if "_bundle_paths import" not in line)
 
     for a, b in zip(cells(old), cells(new), strict=True):
         if a != b and (problem := python_problem(masked(a), masked(b), values, prefixes)):

@@ -14,7 +14,7 @@ GREP_PATTERN = (
     r"/home/[A-Za-z0-9_$]|/[Uu]sers/[A-Za-z0-9_$]|/root(/|[^A-Za-z0-9_.-]|$)|[A-Za-z]:(\\\\|\\|/)[^/]"
     r"|/mnt/[A-Za-z]/[Uu]sers/|/tmp(/|$)|/var/tmp|/var/folders|/dev/shm|/content/g?drive|expanduser\(|Path\.home\(\)"
     r"|(HOME|USERPROFILE)[\"']|~[A-Za-z_]*/|\$HOME|\$\{HOME\}|%USERPROFILE%"
-    r"|(^|[[:space:]\"'`=(,[]|-[A-Za-z])/[A-Za-z_][A-Za-z0-9_.+-]*(/|[\"'][[:space:]]*[+,])"  # any other absolute path
+    r"|(^|[[:space:]\"'`=(,[]|-[A-Za-z])/[A-Za-z_][A-Za-z0-9_.+-]*(/|[\"'`]|[[:space:]]*(#|$))"  # any other absolute path
 )
 
 WORDS = [

@@ -194,6 +194,7 @@ def replace_with_backups(root: Path, writes: Sequence[tuple[str, bytes | None]],
     Returns the backup folder (relative to ``root``) and the paths changed.
     """
     root = Path(root)
+    _refuse_linked_backups(root, doing)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     backups, number = root / BACKUP_DIR / stamp, 1
     while any(path.exists() for path in _companions(backups)):
@@ -216,6 +217,7 @@ def replace_with_backups(root: Path, writes: Sequence[tuple[str, bytes | None]],
         for relative, data in writes:
             moved.append((relative, existed[relative]))
             _move_in(root / relative, None if data is None else staging / relative)
+            _pause_for_tests(len(moved))
         journal.unlink()
     except BaseException as error:
         _put_back(root, moved, backups, [root / folder for folder in folders] + made)
@@ -229,7 +231,9 @@ def replace_with_backups(root: Path, writes: Sequence[tuple[str, bytes | None]],
 def put_back_unfinished(root: Path, *, apply: bool = True) -> list[str]:
     """The backup folders of writes a killed process left half done (``replace_with_backups``), each undone unless not ``apply``."""
     root = Path(root)
-    undone = []
+    undone: list[str] = []
+    if any(folder.is_symlink() for folder in (root / ".bundler", root / BACKUP_DIR)):
+        return undone  # journals reached through a link are not this project's to replay
     for journal in sorted((root / BACKUP_DIR).glob("*.journal.json")):
         backups = journal.with_name(journal.name[: -len(".journal.json")])
         undone.append(str(backups.relative_to(root)))
@@ -242,6 +246,27 @@ def put_back_unfinished(root: Path, *, apply: bool = True) -> list[str]:
         folders = [root / str(folder) for folder in document.get("folders", []) if _inside(str(folder))]
         _put_back(root, moved, backups, folders)
     return undone
+
+
+PAUSE_VARIABLE = "BUNDLER_TEST_PAUSE_AFTER_WRITES"
+
+
+def _pause_for_tests(written: int) -> None:
+    """Where the interruption tests stop a transaction: after ``$BUNDLER_TEST_PAUSE_AFTER_WRITES`` files, say so and wait."""
+    if os.environ.get(PAUSE_VARIABLE) == str(written):
+        print(f"bundler: paused after {written} file(s) ({PAUSE_VARIABLE})", file=sys.stderr, flush=True)
+        time.sleep(600)
+
+
+def _refuse_linked_backups(root: Path, doing: str) -> None:
+    """Backups are written only inside the project: never through a link named .bundler or .bundler/backups."""
+    for folder in (root / ".bundler", root / BACKUP_DIR):
+        if folder.is_symlink():
+            raise FileSystemError(
+                f"{doing}: {folder} is a symbolic link (to {os.readlink(folder)}); the backups would be written through it.",
+                hint=f"Replace the link {folder.name} by a folder inside the project, then run the command again.",
+                path=folder,
+            )
 
 
 def _companions(backups: Path) -> tuple[Path, Path, Path]:
@@ -272,6 +297,8 @@ def _move_in(target: Path, staged: Path | None) -> None:
 
 def _put_back(root: Path, moved: list[tuple[str, bool]], backups: Path, made: list[Path]) -> None:
     for relative, existed in reversed(moved):
+        if (root / relative).is_symlink():
+            (root / relative).unlink()  # a link put in its place since: never copy through it
         if existed:
             shutil.copy2(backups / relative, root / relative)
         else:

@@ -68,7 +68,8 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
     if general:
         segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?)+"  # /scratch/${ACCOUNT}/x is absolute too
         parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
-        parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]))")
+        parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
+        parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`]|[ \t]*(?:#|\r?\n|$)))")
     patterns = []
     for part in parts:
         pattern = re.compile(part)
@@ -111,7 +112,30 @@ def tail_literal(data: bytes, start: int) -> bool:
         before -= 1
     if before >= 0 and data[before] == 0x2B:
         return True
+    if before == start - 2 and data[before] == 0x7D:  # {var}'/x' in IPython, ${DIR}"/x" in a shell: a tail
+        return True
     return before >= 0 and data[before] == 0x28 and _STRING_METHOD.search(data, max(0, before - 16), before + 1) is not None
+
+
+# A name that says it holds a folder, right before a value: ``data_path = "/data"``, ``root: /data``,
+# ``add_argument("--data_dir", default="/data")``.
+_PATH_NAME = re.compile(rb"(?P<name>[A-Za-z_][\w-]*)[\"']?\s*(?:[:=]|,[^\n]*?\bdefault\s*=)\s*[rRuUbBfF]{0,2}[\"'`]?$")
+_FOLDER_WORD = re.compile(
+    rb"(?i)(?:dir|path|root|folder|data|dataset|ckpt|checkpoint|output|out|log|save|cache|workspace|scratch|home|prefix)s?$"
+)
+_CONTAINER_SIDE = re.compile(rb"(?i)mount|container|target")  # mountPath: /data is the container's side of a bind
+
+
+def path_named(data: bytes, line_start: int, start: int) -> bool:
+    """Is the one-folder path at ``start`` (``/data``) the value of a name that holds a folder?
+
+    Alone, ``"/data"`` may as well be a web route or a key; after ``data_dir =`` it is a folder.
+    """
+    match = _PATH_NAME.search(data, max(line_start, start - 120), start)
+    if match is None:
+        return False
+    name = match.group("name")
+    return _FOLDER_WORD.search(name) is not None and _CONTAINER_SIDE.search(name) is None
 
 
 _STRING_METHOD = re.compile(
@@ -139,6 +163,8 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
     if start == 0:
         return True
     before = data[start - 1]
+    if group == "single":
+        return before in b" \t\"'`" and not tail_literal(data, start)
     if group in ("absolute", "built", "rooted"):
         if tail_literal(data, start):
             return False
@@ -231,8 +257,6 @@ _PORTABLE_ROOTS = frozenset(
 )
 _PORTABLE_UNDER = {
     "usr": frozenset({"bin", "sbin", "lib", "lib32", "lib64", "libexec", "local", "share", "include", "src", "X11R6", "games"}),
-    "var": frozenset({"lib", "log", "run", "cache", "spool", "mail", "lock", "tmp", "folders", "empty", "db"}),
-    "opt": frozenset({"conda", "bundle", "nvidia", "rocm", "intel", "homebrew", "miniconda", "miniconda3", "anaconda3", "venv"}),
     "private": frozenset({"tmp", "var", "etc"}),
 }
 
@@ -324,8 +348,11 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 and not (end - start > 3 and data[start + 1 : start + 2] != b":" and _TRANSFER.search(data, line_start, line_end))
             ):
                 continue  # host:path without a user: only on a copying command's line
-            if group in ("absolute", "rooted") and portable_absolute(data[start:end].decode("utf-8", "replace")):
+            if group == "single" and not path_named(data, line_start, start):
                 continue
+            if group in ("absolute", "rooted", "single") and portable_absolute(data[start:end].decode("utf-8", "replace")):
+                continue
+            group = "absolute" if group == "single" else group
             candidates.append((start, priority, end, group))
     chosen, taken_to = [], line_start
     for start, _, end, group in sorted(candidates):

@@ -5,12 +5,14 @@
 # reuses it while none of them changes: a code-only rebuild sends no wheel and runs no
 # dependency check again.
 # PyTorch wheels bring their own CUDA/ROCm user-space libraries: the same slim base
-# serves cuda, rocm and cpu.
+# serves cuda, rocm and cpu. System packages the bundle asks for (the RDMA user space
+# of [target] fabric) come from the base's mirror.
 # Wheels: ${route}.
 # Reproducible layers: pip installs without bytecode, which is compiled afterwards
 # with unchecked-hash headers; every path a step changes gets one fixed file time.
 ${install_stage}
 FROM ${base}
+${system_packages}
 ${user_setup}
 ${environment}
 # ---- the settings every project image of it shares -------------------------------------

@@ -13,6 +13,14 @@ from tests.lock_support import lock_on_fake_index
 
 ACCELERATORS = {"cuda": "12.8", "rocm": "6.4", "cpu": ""}
 DIGEST = "sha256:" + "5" * 64
+SKYPILOT_NODE_1_OF_2 = {  # what SkyPilot sets on the second of two nodes of 4 GPUs, in setup and in run
+    "SKYPILOT_SETUP_NODE_IPS": "10.0.0.1\n10.0.0.2",
+    "SKYPILOT_SETUP_NODE_RANK": "1",
+    "SKYPILOT_NODE_IPS": "10.0.0.1\n10.0.0.2",
+    "SKYPILOT_NODE_RANK": "1",
+    "SKYPILOT_NUM_NODES": "2",
+    "SKYPILOT_NUM_GPUS_PER_NODE": "4",
+}
 _LOCKED: dict[str, Path] = {}
 
 
@@ -44,3 +52,17 @@ def job(project: Path, engine: str, *args: str):
     completed = run_cli("job", engine, str(project), *args, "--json")
     document = json.loads(completed.stdout) if completed.stdout.strip() else None
     return completed, document
+
+
+def recording_tools(folder: Path, names: tuple[str, ...], stub: str) -> tuple[Path, Path]:
+    """(a bin folder of ``names``, each running ``stub`` (a Python script with ``{python}`` to fill in), the empty log they append to)."""
+    import sys
+
+    tools = folder / "bin"
+    tools.mkdir(exist_ok=True)
+    for name in names:
+        (tools / name).write_text(stub.format(python=sys.executable))
+        (tools / name).chmod(0o755)
+    log = folder / "calls.jsonl"
+    log.write_text("")
+    return tools, log

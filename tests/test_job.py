@@ -18,7 +18,7 @@ import yaml
 
 from bundler.jobs import jobfile, launch
 from tests.conftest import tool
-from tests.job_support import DIGEST, copy_project, job, locked_project
+from tests.job_support import DIGEST, SKYPILOT_NODE_1_OF_2, copy_project, job, locked_project
 
 REGISTRY = "registry.example.com:5000/team/example"
 
@@ -270,12 +270,7 @@ def test_sky_setup_and_run_scripts_are_shellcheck_clean(project_of, tmp_path):
     env = {
         **os.environ,
         "STUB_LOG": str(tmp_path / "calls.jsonl"),
-        "SKYPILOT_SETUP_NODE_IPS": "10.0.0.1\n10.0.0.2",
-        "SKYPILOT_SETUP_NODE_RANK": "1",
-        "SKYPILOT_NODE_IPS": "10.0.0.1\n10.0.0.2",
-        "SKYPILOT_NODE_RANK": "1",
-        "SKYPILOT_NUM_NODES": "2",
-        "SKYPILOT_NUM_GPUS_PER_NODE": "4",
+        **SKYPILOT_NODE_1_OF_2,
     }
     for part in ("setup", "run"):
         text = task[part].replace(launch.TORCHRUN, str(torchrun)).replace("cd /opt/bundle/project", f"cd {tmp_path}")

@@ -64,7 +64,7 @@ CASES = {
     ),
     "paths glued to flags": (
         "build.sh",
-        "gcc -I/home/ab/include -L/opt/lab/lib x.c\npython train.py --data=/home/ab/data --out=/mnt/disk2/runs\n",
+        "gcc -I/home/ab/include -L/mnt/lab/lib x.c\npython train.py --data=/home/ab/data --out=/mnt/disk2/runs\n",
         [(1, "home", "code"), (1, "absolute", "code"), (2, "home", "code"), (2, "absolute", "code")],
     ),
     "doubled Windows separators": (

@@ -1,4 +1,4 @@
-"""`bundler job sky|k8s|slurm [PROJECT] [--image REF] [--nodes N] [-o FILE]`: a job file for an engine; contacts nothing."""
+"""`bundler job sky|k8s|slurm [PROJECT] [--image REF] [--nodes N] [--infra INFRA] [-o FILE]`: a job file for an engine; contacts nothing."""
 
 from __future__ import annotations
 
@@ -29,6 +29,16 @@ NodesOpt = Annotated[
     Optional[str],
     typer.Option("--nodes", metavar="N", help="Nodes to split plan.toml's lots over (it must divide them; default 1).", show_default=False),
 ]
+InfraOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--infra",
+        metavar="INFRA",
+        help="sky: SkyPilot's resources.infra (aws, k8s/CONTEXT, slurm/CLUSTER, …); on slurm the task pulls and runs the image "
+        "itself (BUNDLE_RUNTIME apptainer|docker|podman) instead of `image_id: docker:`.",
+        show_default=False,
+    ),
+]
 OutputOpt = Annotated[
     Optional[Path],
     typer.Option(
@@ -52,12 +62,17 @@ def _engine_command(engine: str) -> None:
     @job_app.command(engine, help=HELP[engine])
     @handles_errors
     def command(
-        project: ProjectArg = None, image: ImageOpt = None, nodes: NodesOpt = None, output: OutputOpt = None, json_output: JsonFlag = False
+        project: ProjectArg = None,
+        image: ImageOpt = None,
+        nodes: NodesOpt = None,
+        output: OutputOpt = None,
+        infra: InfraOpt = None,
+        json_output: JsonFlag = False,
     ) -> None:
         from bundler.jobs.run import make_job
 
         out = Output(json_output)
-        result = make_job(engine, project, image=image, nodes=nodes, output=output)
+        result = make_job(engine, project, image=image, nodes=nodes, output=output, infra=infra)
         inputs = result.inputs
         per_node = f"{inputs.gpus_per_node} x {inputs.card}" if inputs.gpus_per_node else "no GPU (cpu backend)"
         out.say(

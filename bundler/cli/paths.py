@@ -38,13 +38,23 @@ def register(app: typer.Typer) -> None:
         if not root.is_dir():
             raise UsageError(f"{root} is not a folder.", hint="Pass the project folder to scan.", path=root, value=str(root))
         out = Output(json_output)
+        _put_back_interrupted(out, root)
         scanned = paths.scan(root, include_generated=include_generated)
         fixed = None
         if fix and scanned.failing:
             fixed = pathfix.fix(root, scan_result=scanned, include_generated=include_generated)
             scanned = paths.scan(root, include_generated=include_generated)
+            pathfix.renumber(fixed, scanned)
         _report(out, scanned, fixed)
         _finish(out, scanned, fixed, fix)
+
+
+def _put_back_interrupted(out: Output, root: Path) -> None:
+    """A fix (or update) killed while moving files in left its journal: put those files back before looking."""
+    from bundler.fsutil import put_back_unfinished
+
+    for backups in put_back_unfinished(root):
+        out.say(f"Put back the files of an interrupted fix from {backups}/: the project is as it was before it.")
 
 
 def _finish(out: Output, scanned, fixed, fix: bool) -> None:

@@ -107,6 +107,7 @@ KEYS: dict[str, dict[str, Check]] = {
         "base_image": text,
         "base_digest": text,
         "torch_index": text,
+        "fabric": text,  # bundler's target/fabric.py says which names
     },
     "build": {"lock": file_path, "requirements": file_path, "size_budget_mb": megabytes},
     "diagnostics": {"memory_hook": text, "results_dir": text, "dataloader_workers": workers},

@@ -29,12 +29,17 @@ def _through_link(folder: Path, path: Path) -> bool:
     return any(part.is_symlink() for part in (path, *path.parents) if part != folder and part.is_relative_to(folder))
 
 
+def checksum_bytes(hashes: dict[str, str]) -> bytes:
+    """The SHA256SUMS text of ``hashes``; a file name that is not UTF-8 keeps its own bytes, as `sha256sum` writes it."""
+    return "".join(f"{digest}  {name}\n" for name, digest in hashes.items()).encode("utf-8", "surrogateescape")
+
+
 def read_checksums(path: Path) -> tuple[dict[str, str], list[str]]:
     """``sha256sum`` format: '<hex>  <path>' (or '<hex> *<path>'), './' prefixes allowed; with what is
     wrong in the list itself (a file listed twice, a line that is no checksum, a path out of the folder)."""
     listed: dict[str, str] = {}
     problems = []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="surrogateescape").splitlines(), 1):
         if not line.strip():
             continue
         digest, _, name = line.strip().partition(" ")

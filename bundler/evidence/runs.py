@@ -21,12 +21,12 @@ from pathlib import Path
 
 from bundler.contracts.secrets import looks_secret
 from bundler.errors import ExistsError, FindingsError, ProjectFileError, UsageError
-from bundler.evidence.checksums import CHECKSUMS, compare_checksums, file_hashes
+from bundler.evidence.checksums import CHECKSUMS, checksum_bytes, compare_checksums, file_hashes
 from bundler.evidence.entryrecord import KIND as ENTRY_KIND
 from bundler.evidence.entryrecord import listed
 from bundler.evidence.runsfolder import project_of, run_folder, runs_dir
 from bundler.evidence.verify import Verification, verify_run
-from bundler.fsutil import atomic_write_text, naming, parse_json, read_json, staged_directory, umask
+from bundler.fsutil import atomic_write_bytes, naming, parse_json, read_json, staged_directory, umask
 
 DECISIONS = ("launch", "fix-env", "revise-config")
 DECISIONS_FILE = "decisions.jsonl"
@@ -92,12 +92,12 @@ def export_run(
     hashes = file_hashes(run_dir)
     for name in plan.withheld:
         hashes.pop(name, None)
-    sums = "".join(f"{digest}  {name}\n" for name, digest in hashes.items())
+    sums = checksum_bytes(hashes)
     checksums = run_dir / CHECKSUMS
     with staged_directory(dest) as staging:  # DEST appears whole or not at all, on a signal too
         _copy(run_dir, staging, plan)
         staging.chmod(0o777 & ~umask())  # the copy is ours to complete, even of a read-only run folder
-        atomic_write_text(staging / CHECKSUMS, sums)
+        atomic_write_bytes(staging / CHECKSUMS, sums)
         problems, unlisted = compare_checksums(staging)
         if problems or unlisted:
             raise FindingsError(
@@ -105,7 +105,7 @@ def export_run(
                 hint="Nothing was kept at the destination; check the disk, then export again.",
                 path=dest,
             )
-        atomic_write_text(checksums, sums)  # last: a failure before leaves the run folder as it was
+        atomic_write_bytes(checksums, sums)  # last: a failure before leaves the run folder as it was
     verification = verify_run(dest, reload=reload, python=python, project=project_of(run_dir))
     return Export(run_dir, dest, len(hashes), checksums, verification, plan.links, plan.withheld)
 

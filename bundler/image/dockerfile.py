@@ -10,6 +10,10 @@ Two flavours, templates under images/:
   ``rocm/dev-ubuntu-*-complete``, ``python:*-bookworm`` for cpu). Bundler must know how
   to give that base Python and a compiler, so a devel base outside those families is
   refused (``UnknownDevelBase``) instead of producing an image that fails late.
+
+Either flavour adds the system packages the bundle needs (the RDMA user space of
+``[target] fabric``, target/fabric.py) from the base's distribution mirror, in the
+dependency image: they join its key through its text.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from bundler.errors import BuildError
 from bundler.image import layout
 from bundler.resources import resource_path
 from bundler.target.bundle import Bundle
+from bundler.target.fabric import rdma_packages
 from bundler.target.table_file import load_table
 
 # devel base families -> how the system layer provides Python + a compiler
@@ -45,7 +50,7 @@ class Dockerfiles:
     python: str  # interpreter command in the base, e.g. python3.11
     deps_texts: dict  # route -> the dependency image's Dockerfile (wheels -> /opt/venv)
     template: str  # the shipped image's Dockerfile, ${deps_image} still open
-    needs_mirror: bool  # the system layer installs from the distribution's mirror (devel on an apt base)
+    needs_mirror: bool  # the system layer installs from the distribution's mirror (devel on an apt base, or bundle_packages)
 
     def deps_text(self, route: str) -> str:
         return self.deps_texts[route]
@@ -73,19 +78,43 @@ def default_base(bundle: Bundle, flavour: str) -> str:
     return bundle.target.base_image or images["runtime"]
 
 
-def system_packages(base: str, python: str) -> str:
-    """The devel flavour's system layer for ``base``; UnknownDevelBase when bundler has no recipe."""
+def bundle_packages(bundle: Bundle) -> tuple[str, ...]:
+    """The Debian packages the bundle asks the dependency image for (validated names, never free text)."""
+    return rdma_packages(bundle.fabric)
+
+
+def system_packages(base: str, python: str, extra: tuple[str, ...] = ()) -> str:
+    """The devel flavour's system layer for ``base`` (with ``extra`` packages); UnknownDevelBase when bundler has no recipe."""
     if base.startswith(APT_FAMILIES):
         return (
             "# hadolint ignore=DL3008\n"
             "RUN apt-get update \\\n"
             " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\\n"
-            f"      {python} {python}-venv {python}-dev build-essential ca-certificates \\\n"
+            f"      {' '.join((python, f'{python}-venv', f'{python}-dev', 'build-essential', 'ca-certificates', *extra))} \\\n"
             " && rm -rf /var/lib/apt/lists/*"
         )
     if base.startswith(PYTHON_FAMILIES):
-        return f"# {base} already holds {python}, its headers and a C compiler: no system packages to add."
+        held = f"# {base} already holds {python}, its headers and a C compiler."
+        return f"{held}\n{apt_step(extra)}" if extra else f"{held} No system packages to add."
     raise UnknownDevelBase(base)
+
+
+APT_LEFTOVERS = ("/var/lib/apt/lists/*", "/var/cache/apt/*.bin", "/var/log/apt", "/var/log/dpkg.log", "/var/cache/debconf/*-old")
+
+
+def apt_step(packages: tuple[str, ...]) -> str:
+    """One RUN installing ``packages`` from the base's mirror without recommends; its lists, caches and logs
+    (which hold the day's clock) removed, its file times normalized; a comment when there is nothing to install."""
+    if not packages:
+        return "# (no system packages)"
+    return "# hadolint ignore=DL3008\n" + run_step(
+        [
+            "apt-get update -q",
+            f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends {' '.join(packages)}",
+            "apt-get clean",  # the downloaded .deb files (a base without docker-clean keeps them)
+            f"rm -rf {' '.join(APT_LEFTOVERS)}",
+        ]
+    )
 
 
 class UnknownDevelBase(BuildError):
@@ -242,8 +271,8 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
         "user_setup": user_setup(),
     }
     devel = flavour == "devel"
-    if devel:
-        values["system_packages"] = system_packages(base, python)
+    extra = bundle_packages(bundle)
+    values["system_packages"] = system_packages(base, python, extra) if devel else apt_step(extra)
     deps_template = string.Template((images / f"{flavour}-deps.Dockerfile").read_text(encoding="utf-8"))
     deps = {
         route: deps_template.substitute(
@@ -254,4 +283,5 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
     final = string.Template((images / f"{flavour}.Dockerfile").read_text(encoding="utf-8")).substitute(values)
     # the final template's own `$$` became `$`; keep them literal for the second substitution
     final = final.replace("$", "$$").replace("$${deps_image}", "${deps_image}").replace("$${labels}", "${labels}")
-    return Dockerfiles(flavour, base, python, deps, final, needs_mirror=devel and base.startswith(APT_FAMILIES))
+    mirror = bool(extra) or (devel and base.startswith(APT_FAMILIES))
+    return Dockerfiles(flavour, base, python, deps, final, needs_mirror=mirror)

@@ -1,5 +1,5 @@
 """The labels of an image: OCI's (title, created, revision, source, base) and bundler's
-(Target, lock sha256, base image by digest, flavour, entry; on a dependency image its
+(Target, lock sha256, base image by digest, flavour, entry, fabric; on a dependency image its
 key, the pins it was made from and its checks' verdict). Nothing here reads the clock:
 ``created`` is SOURCE_DATE_EPOCH, the last commit or the lock's time."""
 
@@ -20,6 +20,7 @@ DEPS_LABEL = f"{LABEL_PREFIX}.deps.key"
 LOCK_LABEL = f"{LABEL_PREFIX}.lock.sha256"
 PINS_LABEL = f"{LABEL_PREFIX}.deps.pins.sha256"  # the lock's install body the dependency image was made from
 VERDICT_LABEL = f"{LABEL_PREFIX}.deps.verdict"  # the dependency checks' results, recorded once
+FABRIC_LABEL = f"{LABEL_PREFIX}.fabric"  # bundle.toml's [target] fabric: infiniband and roce images carry the RDMA user space
 
 
 def _git(root: Path, *args: str) -> str:
@@ -68,4 +69,5 @@ def labels_for(bundle: Bundle, flavour: str, base, lock_sha: str) -> dict:
         f"{LABEL_PREFIX}.base.kind": "registry-digest" if base.digest else "local-image-id",
         f"{LABEL_PREFIX}.flavour": flavour,
         f"{LABEL_PREFIX}.entry": bundle.entry,
+        FABRIC_LABEL: bundle.fabric or "unsaid",
     }

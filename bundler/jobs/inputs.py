@@ -17,6 +17,7 @@ from bundler import __version__
 from bundler.errors import ProjectFileError, UsageError
 from bundler.jobs.reference import Image, parse_image
 from bundler.target.bundle import Bundle
+from bundler.target.fabric import multi_node_note
 
 GPU_RESOURCES = {"cuda": "nvidia.com/gpu", "rocm": "amd.com/gpu"}
 VENDORS = {"cuda": "nvidia", "rocm": "amd"}
@@ -104,6 +105,8 @@ def read_inputs(engine: str, project: Path | None, image: str | None, nodes: str
     _check_vendor(campaign.card.name, bundle, campaign.catalog_path)
     notes: list[str] = []
     chosen = _image(engine, image, bundle, lock.sha256, notes)
+    if fabric_note := multi_node_note(bundle.fabric, count, bundle.path):
+        notes.append(fabric_note)
     return JobInputs(engine, bundle, lock.sha256, campaign.card.name, campaign.card.cards_per_lot, campaign.lots, count, chosen, notes)
 
 

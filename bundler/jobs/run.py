@@ -6,6 +6,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.errors import UsageError
 from bundler.jobs import jobfile
 from bundler.jobs.inputs import JobInputs, read_inputs
 
@@ -32,14 +33,23 @@ class JobResult:
 
 
 def make_job(
-    engine: str, project: Path | None, *, image: str | None = None, nodes: str | None = None, output: Path | None = None
+    engine: str,
+    project: Path | None,
+    *,
+    image: str | None = None,
+    nodes: str | None = None,
+    output: Path | None = None,
+    infra: str | None = None,
 ) -> JobResult:
     from bundler.jobs import k8s, sky, slurm
 
+    if infra is not None and engine != "sky":
+        raise UsageError("--infra is an option of `bundler job sky` only.", hint=f"Leave it out of `bundler job {engine}`.", value=infra)
+    chosen_infra = sky.check_infra(infra)
     inputs = read_inputs(engine, project, image, nodes)
-    renderer = {"sky": sky, "k8s": k8s, "slurm": slurm}[engine]
-    body = renderer.render(inputs)
-    text = jobfile.compose(engine, inputs.record(), body, shebang=slurm.SHEBANG if engine == "slurm" else "")
+    body = sky.render(inputs, chosen_infra) if engine == "sky" else {"k8s": k8s, "slurm": slurm}[engine].render(inputs)
+    record = inputs.record() | ({"infra": chosen_infra} if chosen_infra else {})
+    text = jobfile.compose(engine, record, body, shebang=slurm.SHEBANG if engine == "slurm" else "")
     path = Path(output) if output is not None else inputs.bundle.root / DEFAULT_FILES[engine]
     written = jobfile.write(path, text)
     return JobResult(inputs, path, written)

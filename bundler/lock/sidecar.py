@@ -8,7 +8,9 @@ what a lock knows that pip's format cannot hold.
   builds the wheel per Target and base image (the wheel cache records it; the build never
   writes this file) and the image installs it with ``--require-hashes`` like every other
   wheel;
-- ``project_wheels``: wheels inside the project that requirements.in names, by sha256.
+- ``project_wheels``: wheels inside the project that requirements.in names, by sha256;
+- ``pins``: each pin's version and hashes as the lock was written, so that a lock edited by
+  hand is answered with the requirement that changed (``pin_changes``), not only "edited".
 
 It is tied to the lock by the lock's body hash; ``bundler check`` and ``bundler build``
 refuse one that does not match its lock.
@@ -37,6 +39,7 @@ class Sidecar:
     direct: list[str] = field(default_factory=list)
     source_builds: list[dict] = field(default_factory=list)
     project_wheels: list[dict] = field(default_factory=list)
+    pins: dict[str, dict] = field(default_factory=dict)  # name -> {"version", "hashes"}; {} in a sidecar written before
 
     def as_dict(self) -> dict:
         return {
@@ -46,6 +49,7 @@ class Sidecar:
             "direct": self.direct,
             "source_builds": self.source_builds,
             "project_wheels": self.project_wheels,
+            "pins": self.pins,
         }
 
     def built(self, name: str, key: str) -> dict | None:
@@ -65,6 +69,7 @@ def read_sidecar(lock_path: Path) -> Sidecar | None:
         side = Sidecar(str(data["lock_body_sha256"]), list(data["direct"]), list(data["source_builds"]), list(data["project_wheels"]))
         for item in side.source_builds:
             _ = (item["name"], item["version"], item["sdist"], item["sdist_sha256"], item.get("wheels", {}))
+        side.pins = _recorded_pins(data.get("pins", {}))
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
         raise LockError(
             f"{path} is not a lock sidecar bundler can read ({error}).",
@@ -100,6 +105,46 @@ def sidecar_problems(lock: Lock, side: Sidecar | None) -> list[str]:
     return problems
 
 
+def _recorded_pins(document: object) -> dict[str, dict]:
+    if not isinstance(document, dict):
+        raise ValueError("pins is not an object")
+    pins = {}
+    for name, entry in document.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("version"), str) or not isinstance(entry.get("hashes"), list):
+            raise ValueError(f"pins[{name!r}] is not a version and a list of hashes")
+        pins[str(name)] = {"version": entry["version"], "hashes": [str(digest) for digest in entry["hashes"]]}
+    return pins
+
+
+def recorded_pins(lock: Lock) -> dict[str, dict]:
+    return {pin.name: {"version": pin.version, "hashes": sorted(pin.hashes)} for pin in lock.pins}
+
+
+def pin_changes(lock: Lock) -> list[str]:
+    """Each requirement of ``lock`` that differs from what `bundler lock` wrote (its sidecar's record); [] when unknown."""
+    try:
+        side = read_sidecar(lock.path)
+    except LockError:
+        return []
+    if side is None or not side.pins or not lock.pins:
+        return []
+    now = recorded_pins(lock)
+    changes = []
+    for name in sorted(set(side.pins) | set(now)):
+        was, found = side.pins.get(name), now.get(name)
+        if was is None and found is not None:
+            changes.append(f"{name}=={found['version']} was added")
+        elif found is None and was is not None:
+            changes.append(f"{name}=={was['version']} was removed")
+        elif was is not None and found is not None and was["version"] != found["version"]:
+            changes.append(f"{name} was pinned =={was['version']}, now =={found['version']}")
+        elif was is not None and found is not None and sorted(was["hashes"]) != found["hashes"]:
+            foreign = sorted(set(found["hashes"]) - set(was["hashes"]))
+            what = f"sha256:{foreign[0][:16]}… is not one it was locked with" if foreign else "hashes were removed"
+            changes.append(f"{name}=={found['version']}: {what}")
+    return changes
+
+
 def lock_sidecar_problems(lock: Lock) -> list[str]:
     """`bundler check`'s view: the sidecar is readable and agrees with the lock."""
     try:
@@ -129,4 +174,5 @@ def make_sidecar(spec, lock: Lock, notes: list[str]) -> Sidecar:
             {"name": wheel.name, "version": wheel.version, "path": wheel.relative, "sha256": wheel.sha256()}
             for wheel in spec.requirements.project_wheels
         ],
+        pins=recorded_pins(lock),
     )

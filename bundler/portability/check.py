@@ -24,7 +24,7 @@ from bundler.errors import ProjectFileError
 from bundler.fsutil import read_json
 from bundler.image.context import clean_patterns, is_ignored
 from bundler.lock.lockfile import bundle_lock
-from bundler.lock.sidecar import lock_sidecar_problems
+from bundler.lock.sidecar import lock_sidecar_problems, pin_changes
 from bundler.portability.scan import scan
 from bundler.target.bundle import Bundle
 
@@ -63,6 +63,16 @@ def has_pilot(bundle: Bundle) -> bool:
 
 
 def check_home_paths(bundle: Bundle) -> Item:
+    from bundler.fsutil import put_back_unfinished
+
+    unfinished = put_back_unfinished(bundle.root, apply=False)
+    if unfinished:  # the files are half old, half new: no scan of them means anything
+        return Item(
+            "no home paths",
+            FAIL,
+            f"a fix or update was interrupted and left {unfinished[0]}/ with its journal: the project is half written",
+            "Run `bundler paths`: it puts every file of that fix back first.",
+        )
     result = scan(bundle.root)
     failing = result.failing
     if failing:
@@ -94,10 +104,12 @@ def check_lock(bundle: Bundle) -> Item:
         if problems:
             return Item("lock present and fresh", FAIL, "; ".join(problems), "Run `bundler lock` (it rewrites the sidecar).")
         return Item("lock present and fresh", PASS, state.detail)
+    changes = pin_changes(lock) if state.status == "tampered" else []
+    named = f" Changed by hand: {'; '.join(changes)}." if changes else ""
     return Item(
         "lock present and fresh",
         FAIL,
-        f"{state.status}: {state.detail}",
+        f"{state.status}: {state.detail}{named}",
         f"Run `bundler lock` to (re)write the lock for {bundle.requirements} and the Target.",
     )
 

@@ -150,17 +150,99 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 
 
+# --- a container's own side: docker exec NAME /bin/bash /scripts/x.sh ------------------------
+
+_CONTAINER_COMMAND = re.compile(rb"\b(?:(?:nvidia-)?docker|podman)\s+(?:exec|run|container\s+(?:exec|run))\b|\bkubectl\s+exec\b")
+_HOST_VALUE = re.compile(rb"(?:\s-v|\s--volume|\s--mount|\s--env-file|\s-e|\s--env|source)[=\s]+[\"']?$")
+
+
+def in_container(data: bytes, line_start: int, start: int) -> bool:
+    """Is the path at ``start`` on a ``docker exec``/``docker run``/``kubectl exec`` line, past the command, and so the
+    container's own path? A bind's host side (``-v /home/u/data:/data``) and an env file stay the host's."""
+    command = _CONTAINER_COMMAND.search(data, line_start, start)
+    return command is not None and _HOST_VALUE.search(data, command.end(), start) is None
+
+
+# --- the project's own container layout ---------------------------------------------------
+
+_CONTAINER_SIDES = (
+    re.compile(rb"(?:\s-v|--volume)[ =]+\S+:(/[^\s:\"']+)"),  # docker run -v host:/ctr, -v "${X}"/y:/ctr:ro
+    re.compile(rb"(?m)^\s*-\s*[\"']?[^\s#]{2,}?:(/[^\s:\"'/][^\s:\"']*)"),  # compose: - ./data:/data
+    re.compile(rb"\bdocker\s+cp\s+\S+\s+[^\s:]+:(/[^\s:\"']+)"),  # docker cp x NAME:/ctr
+    re.compile(rb"(?:mountPath|mount_path|containerPath)[\"']?\s*[:=]\s*[\"']?(/[^\s\"',]+)"),  # Kubernetes
+    re.compile(rb"(?mi)^\s*WORKDIR\s+[\"']?(/[^\s\"']+)"),  # a Dockerfile's own folders
+    re.compile(rb"(?mi)^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*[^\n]*\s[\"']?(/[^\s\"']+?)/?[\"']?\s*$"),
+)
+_TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", "/media", "/scratch"})
+_CONTAINER_HINTS = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY ")
+
+
+def container_folders(data: bytes) -> set[str]:
+    """The folders a container of this project sees as its own: a bind's or a mount's container side, a docker cp
+    target, a Dockerfile's WORKDIR and COPY destinations. A path under one of them, in a script that runs in that
+    container, is the container's layout."""
+    if not any(hint in data for hint in _CONTAINER_HINTS):  # substring searches run in C, far faster than a regex
+        return set()
+    found = set()
+    for pattern in _CONTAINER_SIDES:
+        for match in pattern.finditer(data):
+            folder = match.group(1).decode("utf-8", "replace").rstrip("/")
+            if folder and not folder.startswith("//") and folder not in _TOO_BROAD:
+                found.add(folder)
+    return found
+
+
+def under_container_folder(text: str, folders: set[str]) -> bool:
+    return any(text == folder or text.startswith(folder + "/") for folder in folders)
+
+
+# --- base64 payloads: images and videos inlined as text -----------------------------------
+
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_BASE64_RUN = 64  # MIME wraps base64 at 76 characters; a data: URI runs on for thousands
+_MIXED_NAME = re.compile(rb"(?=[A-Za-z0-9]*[a-z])(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{20,}")
+
+
+def in_base64(data: bytes, start: int) -> bool:
+    """Is the slash at ``start`` part of a run of base64 text (a ``data:`` URI, an inlined image or video)?
+
+    A run of 64 or more base64 characters holding a ``+``, or a "folder" of 20 or more
+    letters and digits mixing both cases, is encoded bytes: a path's long folder names
+    have separators (``_``, ``-``, ``.``), and a hash is one case.
+    """
+    first = start
+    while first > 0 and data[first - 1] in _BASE64:
+        first -= 1
+    last = start
+    while last < len(data) and data[last] in _BASE64:
+        last += 1
+    if last - first < _BASE64_RUN:
+        return False
+    run = data[first:last]
+    return b"+" in run or any(_MIXED_NAME.fullmatch(part) for part in run.split(b"/"))
+
+
 # --- portable per-user tool folders ---------------------------------------------------------
 
 PORTABLE_FOLDERS = frozenset({"AppData", "Library"})
+# Dot folders and files that a tool, the shell or the system keeps in every user's home. Any
+# other dot name (``~/.cp2kenv``, ``~/.torchenv_x``) is the user's own and exists on one machine.
+TOOL_DOTFILES = frozenset(
+    {".cache", ".config", ".local", ".ssh", ".gnupg", ".netrc", ".pypirc", ".pip", ".gitconfig", ".git-credentials"}
+    | {".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".bash_history", ".profile"}
+    | {".zshrc", ".zprofile", ".zshenv", ".inputrc", ".vimrc", ".tmux.conf", ".screenrc", ".Xauthority"}
+    | {".conda", ".condarc", ".mamba", ".npm", ".nvm", ".cargo", ".rustup", ".pyenv", ".docker", ".kube", ".aws"}
+    | {".azure", ".kaggle", ".keras", ".torch", ".huggingface", ".nv", ".cupy", ".triton", ".jupyter", ".ipython"}
+    | {".matplotlib", ".theano", ".theanorc", ".mujoco", ".sky", ".singularity", ".apptainer", ".vscode-server"}
+)
 _LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[\"'])?[/\\]*(?P<first>[^\"'/\\,)\s}]+)")
 
 
 def portable_component(first: str | None) -> bool:
-    """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData``."""
+    """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData`` (not ``.myenv``)."""
     if not first:
         return False
-    return first.startswith(".") and first not in (".", "..") or first in PORTABLE_FOLDERS
+    return first in TOOL_DOTFILES or first in PORTABLE_FOLDERS
 
 
 def component_after_lookup(text: str, end: int) -> str | None:
@@ -173,7 +255,8 @@ def component_after_lookup(text: str, end: int) -> str | None:
 
 _OUTPUT_WORDS = re.compile(
     rb"(?i)(?<![a-z])(?:(?:out(?:put)?s?(?:_?(?:dir|path|root|folder|file))?|save_?(?:dir|path|root|folder|to)|savefig|write"
-    rb"|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?)(?![a-z])|save\(|to_csv)"
+    rb"|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?"
+    rb"|(?:train|eval|model|summary|exp|experiment)s?_?dir)(?![a-z])|save\(|to_csv)"
 )
 
 
@@ -185,6 +268,8 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
+    if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
+        return True  # the folder's own name says it keeps results: /tmp/checkpoints, /tmp/outputs/run1
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
 
 

@@ -283,9 +283,13 @@ def omegaconf_problem(original: str, new: str, values: dict[str, str]) -> str | 
     except yaml.YAMLError as error:
         return f"the rewrite would not parse ({type(error).__name__}): not modified"
     changed = list(_changed_leaves(before, after, ()))
-    if any(path is None for path, _, _ in changed):
-        return "the rewrite changed the document's structure: not modified"
-    for path, old, value in changed:
+    structural = [path for path, _, _, same_shape in changed if not same_shape]
+    if structural:
+        document, *keys = structural[0] or (0,)  # the first step is the document's index in the stream
+        where = ".".join(map(str, keys)) or "the top level"
+        where += f" of document {document + 1}" if len(before) > 1 else ""
+        return f"the rewrite would change the document's structure at {where} (its keys, a list's length or a value's type): not modified"
+    for path, old, value, _ in changed:
         resolved = _textual(value, values)
         where = ".".join(map(str, path))
         if "\\${" in value or any("${" in values.get(n, "") for n in re.findall(r"\$\{oc\.env:(\w+)\}", value)):
@@ -300,18 +304,19 @@ def _textual(value: str, values: dict[str, str]) -> str:
 
 
 def _changed_leaves(before, after, path):
-    """(path, old, new) of every leaf that differs; path None where the structure itself differs."""
+    """(path, old, new, same shape) of every leaf that differs; same shape False where the structure
+    itself differs there (other keys, another length, a value no longer a string)."""
     if isinstance(before, dict) and isinstance(after, dict):
         if list(before) != list(after):
-            yield None, before, after
+            yield path, before, after, False
             return
         for key in before:
             yield from _changed_leaves(before[key], after[key], (*path, key))
     elif isinstance(before, list) and isinstance(after, list):
         if len(before) != len(after):
-            yield None, before, after
+            yield path, before, after, False
             return
         for index, (a, b) in enumerate(zip(before, after, strict=True)):
             yield from _changed_leaves(a, b, (*path, index))
     elif before != after:
-        yield (path if isinstance(after, str) else None), before, after
+        yield path, before, after, isinstance(after, str)

@@ -30,6 +30,7 @@ import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from bundler.contracts.dotenv import writable
 from bundler.fsutil import replace_with_backups
 from bundler.portability import scan as paths
 from bundler.portability.classify import ENV_LOCAL, read_env_local
@@ -37,7 +38,7 @@ from bundler.portability.equivalence import omegaconf_problem, python_problem, p
 from bundler.portability.python_rewrite import manual, rewrite_python
 from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
 from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
-from bundler.portability.support import _env_local_text, _support_files
+from bundler.portability.support import _env_local_text, _support_files, foreign_helper
 
 
 @dataclass
@@ -95,6 +96,7 @@ def fix(
     plans = {}
     for relative in sorted(by_file):
         plan = context.plan(relative, by_file[relative])
+        plan = plan if plan.change.status == "refused" else _unwritable_refused(plan, values, root)
         outcome.changes.append(plan.change)
         if plan.data is not None:
             plans[relative] = plan
@@ -103,18 +105,49 @@ def fix(
     if not apply or not plans:
         return outcome
     helper_dirs = {str(PurePosixPath(r).parent) for r, p in plans.items() if p.helper}
-    writes = [(r, p.data) for r, p in plans.items() if p.data is not None] + [
-        (r, t.encode("utf-8")) for r, t in _support_files(root, outcome.parameters, helper_dirs)
+    # The helper, .env.local and .gitignore first: a file that imports the helper never lands before it.
+    writes = [(r, t.encode("utf-8")) for r, t in _support_files(root, outcome.parameters, helper_dirs)] + [
+        (r, p.data) for r, p in plans.items() if p.data is not None
     ]
     outcome.backup_dir, outcome.written = replace_with_backups(root, writes, "bundler paths --fix")
     return outcome
+
+
+def renumber(fixed: FixResult, rescanned: paths.ScanResult) -> None:
+    """Give each "left as is" item the line and column it has in the file as now written.
+
+    The items were found before the rewrite; an inserted import or shell block moves what
+    follows. The k-th item with a text in a file is the k-th finding of that text there now.
+    """
+    for change in fixed.changes:
+        if change.status != "fixed" or not change.manual:
+            continue
+        now: dict[str, list[paths.Finding]] = {}
+        for finding in rescanned.findings:
+            if finding.file == change.file:
+                now.setdefault(finding.text, []).append(finding)
+        for item in change.manual:
+            places = now.get(item["text"])
+            if places:
+                place = places.pop(0)
+                item["line"], item["column"] = place.line, place.column
+
+
+def _unwritable_refused(plan: _Plan, values: dict[str, str], root: Path) -> _Plan:
+    """``plan``, or its refusal when a parameter it reads has a value no .env.local line carries
+    exactly, or when the helper it imports would replace a file of that name bundler did not write."""
+    whys = [writable(name, values.get(name, "")) for name in sorted(plan.names)]
+    if plan.helper:
+        whys.append(foreign_helper(root, str(PurePosixPath(plan.change.file).parent)))
+    why = next((why for why in whys if why is not None), None)
+    return plan if why is None else _Plan(FileChange(plan.change.file, "refused", reason=f"{why}: not modified"))
 
 
 class _Context:
     def __init__(self, root: Path, scanner, values: dict[str, str], scanned: paths.ScanResult) -> None:
         self.root, self.scanner, self.values, self.scanned = root, scanner, values, scanned
         existing = root / ENV_LOCAL
-        self.env_local = _env_local_text(root, values) or (
+        self.env_local = _env_local_text(root, values, for_proof=True) or (
             existing.read_text(encoding="utf-8", errors="replace") if existing.is_file() else ""
         )
 
@@ -125,7 +158,11 @@ class _Context:
             why = "a symlink's target: re-create the link on the other machine"
             return _Plan(FileChange(relative, "unchanged", manual=[manual(f, why) for f in links], reason="no automatic rewrite"))
         try:
-            mode, data = path.stat().st_mode, path.read_bytes()
+            status = path.stat()
+            if status.st_size > paths.MAX_FILE_BYTES:  # found by a scan in parts; a rewrite would hold it whole
+                why = f"larger than {paths.MAX_FILE_BYTES} bytes: bundler rewrites only files it reads whole; change it by hand"
+                return _Plan(FileChange(relative, "refused", reason=f"{why}: not modified"))
+            mode, data = status.st_mode, path.read_bytes()
         except OSError as error:
             return _Plan(FileChange(relative, "refused", reason=f"cannot be read: {error.strerror or error}"))
         if not mode & 0o222:  # root may write anything; a file with no write bit is a statement by its owner

@@ -28,6 +28,8 @@ from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_t
 from bundler.portability.walk import WalkEntry, generated_file, walk
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
+# Text that is read a line at a time: a larger file is scanned in parts of MAX_FILE_BYTES.
+LINE_ORIENTED_SUFFIXES = frozenset({".csv", ".tsv", ".log", ".txt", ".list", ".lst", ".flist", ".jsonl", ".ndjson"})
 BINARY_SNIFF_BYTES = 8192
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".pyw")
@@ -40,7 +42,7 @@ _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|privat
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
 _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
-    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))" + PORTABLE_LOOKAHEAD + rb"[A-Za-z_][\w.+-]*(?:/|[\"']\s*[+,])"
+    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))" + PORTABLE_LOOKAHEAD + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`]|[ \t]*(?:#|\r?\n|\Z))"
 )
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
@@ -124,12 +126,30 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
-    result.parameters = dict(scanner.registry.assigned)
+    if scanner.container_folders:  # paths under the project's own container layout are the container's
+        result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
+        used = {f.parameter for f in result.findings if f.parameter}
+        result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
+    else:
+        result.parameters = dict(scanner.registry.assigned)
     result.omegaconf_dirs = sorted(scanner.omegaconf_dirs)
     result.findings.sort(key=lambda f: (f.file, f.line, f.column))
     result.skipped.sort(key=lambda s: s.file)
     result.not_checked.sort(key=lambda s: s.file)
     return result
+
+
+_CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".containerfile", ".mk")
+
+
+def _declares_containers(relative: str) -> bool:
+    """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles."""
+    name = relative.rsplit("/", 1)[-1]
+    return name.endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
+
+
+def _container_side(finding: Finding, folders: set[str]) -> bool:
+    return finding.shape == "absolute" and finding.category in ("code", "config") and context.under_container_folder(finding.text, folders)
 
 
 def make_scanner(root: Path, literals: list[bytes] | None = None, *, include_generated: bool = False) -> Scanner:
@@ -187,6 +207,7 @@ class Scanner:
         self.slash = re.compile(_SLASH.pattern[:-1] + roots + b"|" + _ABSOLUTE.pattern[1:] + b")")  # one pass over the slashes
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
+        self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
         self._exists_cache: dict[str, bool] = {}
 
     # --- one entry of the walk ---------------------------------------------------------
@@ -224,7 +245,11 @@ class Scanner:
                     result.skipped.append(Skipped(relative, "generated file (scanned with --include-generated)"))
                     return
                 if size > max_bytes:
-                    result.not_checked.append(Skipped(relative, f"too large ({size} bytes > limit of {max_bytes})"))
+                    if os.path.splitext(relative)[1].lower() in LINE_ORIENTED_SUFFIXES:
+                        self.scan_in_parts(relative, handle, head, result, max_bytes)
+                        return
+                    why = "only line-oriented text (csv, tsv, log, txt, file lists, jsonl) is read in parts"
+                    result.not_checked.append(Skipped(relative, f"too large ({size} bytes > limit of {max_bytes}; {why})"))
                     return
                 data = head + handle.read()
         except OSError as error:
@@ -246,6 +271,8 @@ class Scanner:
         lines = self.candidate_lines(data, code=os.path.splitext(relative)[1].lower() not in _NOT_CODE)
         if not lines:
             return
+        if _declares_containers(relative):  # a bind's container side is an absolute path: only files with a trigger
+            self.container_folders |= context.container_folders(data)
         if not data.isascii():
             encoding = decode(data)[1]
             if encoding != "utf-8":
@@ -256,6 +283,35 @@ class Scanner:
             context.mark_remote_variables(data, found)
         if any(f.shape == "tilde" and not f.note and f.category not in ("docs", *INFORMATION) for f in found):
             _note_quoted_tildes(relative, decode(data)[0], found)
+        result.findings.extend(found)
+
+    def scan_in_parts(self, relative: str, handle, pending: bytes, result: ScanResult, part_bytes: int) -> None:
+        """A line-oriented text larger than ``part_bytes``, read a part of whole lines at a time: memory
+        stays bounded by the part, and each finding keeps its line number in the whole file. A part
+        holding a NUL byte is no text: the file is then not checked (its findings would be half of them)."""
+        category, lines_before, found = category_of(relative, pending), 0, []
+        size = os.fstat(handle.fileno()).st_size
+        while True:
+            block = handle.read(part_bytes)
+            data = pending + block
+            if b"\0" in block:
+                line = lines_before + data.count(b"\n", 0, data.index(b"\0"))
+                why = f"too large ({size} bytes > limit of {part_bytes}) and not text after line {line} (a NUL byte)"
+                result.not_checked.append(Skipped(relative, f"{why}: check it by hand"))
+                return
+            cut = data.rfind(b"\n") + 1 if block else len(data)
+            if block and cut == 0:
+                result.not_checked.append(Skipped(relative, f"a line longer than {part_bytes} bytes after line {lines_before}"))
+                return
+            part, pending = data[:cut], data[cut:]
+            lines = self.candidate_lines(part, code=False)
+            for finding in self.findings_in(relative, part, category, lines) if lines else ():
+                finding.line += lines_before
+                found.append(finding)
+            lines_before += part.count(b"\n")
+            if not block:
+                break
+        result.files_scanned += 1
         result.findings.extend(found)
 
     def candidate_lines(self, data: bytes, code: bool = True) -> list[int]:
@@ -310,6 +366,10 @@ class Scanner:
             return None
         if hit.group in ("home", "project", "temp", "absolute") and context.is_web_path(data, line_start, hit.start):
             return None
+        if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
+            return None  # an inlined image or video, not a folder
+        if hit.group in ("temp", "absolute") and context.in_container(data, line_start, hit.start):
+            return None  # docker exec NAME /scripts/x.sh: the container's own layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)

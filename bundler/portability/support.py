@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePosixPath
 
+from bundler.contracts.dotenv import assignment, writable
 from bundler.portability.classify import ENV_LOCAL, read_env_local
 from bundler.portability.rewrite import _json_indent
 
@@ -36,7 +37,10 @@ def _support_files(root: Path, parameters: dict[str, str], helper_dirs: set[str]
     return files
 
 
-def _env_local_text(root: Path, parameters: dict[str, str]) -> str | None:
+def _env_local_text(root: Path, parameters: dict[str, str], *, for_proof: bool = False) -> str | None:
+    """.env.local with the missing parameters added, or None when none is missing. A value no line
+    can carry is left out; ``for_proof`` writes it raw instead, so that a shell proof still finds
+    the rewrite's own fault (the file is refused for the value in any case)."""
     path = root / ENV_LOCAL
     existing = read_env_local(path)
     missing = {name: value for name, value in parameters.items() if name not in existing}
@@ -52,7 +56,12 @@ def _env_local_text(root: Path, parameters: dict[str, str]) -> str | None:
     )
     if text and not text.endswith("\n"):
         text += "\n"
-    return text + "".join(f"{name}={value}\n" for name, value in sorted(missing.items()))
+    lines = [
+        assignment(name, value) if writable(name, value) is None else f"{name}={value}"
+        for name, value in sorted(missing.items())
+        if for_proof or writable(name, value) is None
+    ]
+    return text + "".join(line + "\n" for line in lines)
 
 
 def _declare_parameters(root: Path, parameters: dict[str, str]) -> tuple[str, str] | None:
@@ -94,6 +103,22 @@ def _gitignore_text(root: Path) -> str | None:
     if text and not text.endswith("\n"):
         text += "\n"
     return text + "# Kept by `bundler paths --fix`: machine-specific values and backups.\n" + "".join(f"{w}\n" for w in wanted)
+
+
+def foreign_helper(root: Path, folder: str) -> str | None:
+    """Why the helper cannot be written in ``folder``: a file of that name that bundler did not write (or a link), or None."""
+    path = root / folder / HELPER_NAME
+    if path.is_symlink():
+        return f"{path.relative_to(root).as_posix()} is a link; the helper is never written through one"
+    if not path.exists():
+        return None
+    try:
+        first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    if first != helper_source(0).split("\n", 1)[0]:
+        return f"{path.relative_to(root).as_posix()} exists and is not bundler's helper; it is never overwritten (rename it)"
+    return None
 
 
 def helper_source(depth: int) -> str:

@@ -18,6 +18,7 @@ so a typo never passes silently)::
     torch_index = "pytorch"                # pytorch (download.pytorch.org/whl/<build>) | pypi
     base_image = "python:3.11-slim-bookworm"
     base_digest = ""                       # sha256:… once known (bundler build)
+    fabric = "infiniband"                  # optional: infiniband | roce (the image gets the RDMA user space) | none
 
     [build]
     lock = "requirements-rebuild.txt"
@@ -46,6 +47,7 @@ from bundler.contracts.bundleschema import BACKENDS, bundle_problem
 from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import ProjectFileError, UsageError
 from bundler.fsutil import read_toml
+from bundler.target.fabric import FABRICS
 from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
 
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
@@ -94,6 +96,7 @@ class Bundle:
     size_budget_mb: int = 3000
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
     inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
+    fabric: str = ""  # [target] fabric: the network between nodes (target/fabric.py); "" when bundle.toml does not say
 
     @property
     def path(self) -> Path:
@@ -210,10 +213,8 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
             path=path,
             value=project["package"],
         )
-    target = validate_target(
-        Target(**{key: str(value) for key, value in target_data.items()} | {"accelerator": str(target_data.get("accelerator", ""))}),
-        path,
-    )
+    fields = {key: str(value) for key, value in target_data.items() if key != "fabric"}
+    target = validate_target(Target(**fields | {"accelerator": str(target_data.get("accelerator", ""))}), path)
     return Bundle(
         root=root,
         name=project["name"],
@@ -227,7 +228,21 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
             Extension(e["name"], e["module"], e.get("compile", False), str(e.get("check", ""))) for e in data.get("extensions", [])
         ),
         inputs=_inputs(root, path, data.get("inputs", {})),
+        fabric=_fabric(path, target_data.get("fabric", "")),
     )
+
+
+def _fabric(path: Path, value: str) -> str:
+    """[target] fabric: one of FABRICS, or absent ("")."""
+    if value and value not in FABRICS:
+        raise ProjectFileError(
+            f"{path}: [target] fabric {value!r} is not one of {', '.join(FABRICS)}.",
+            hint='Say the network between the nodes: fabric = "infiniband" or "roce" puts the RDMA user space in the image, '
+            'fabric = "none" (Ethernet only) leaves it out; remove the key when the project runs on one node.',
+            path=path,
+            value=value,
+        )
+    return value
 
 
 def _inputs(root: Path, path: Path, table: object) -> dict[str, str]:

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from bdiag import FOLDER
+from bdiag import FOLDER, transport
 from bdiag.result import FAIL, WARN, StageResult
 
 ENVIRONMENT = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -81,21 +81,25 @@ def run(checkup, result, launch: Launch, local) -> None:
         )
         return
     backend, device = ("nccl", "cuda") if checkup.gpu else ("gloo", "cpu")
-    judge(result, launch, backend, run_worker(probe.executable(), backend, device, launch.join_timeout, probe.environ()))
+    answer = run_worker(probe.executable(), backend, device, launch.join_timeout, probe.environ())
+    judge(result, launch, backend, answer)
+    if result.status != FAIL and backend == "nccl":
+        transport.judge(result, [answer.get("log", "")], probe.rdma_devices(), probe.environ())
     if result.status != FAIL and launch.local_world == 1 and count >= 2:
         this_node(checkup, result, local)
 
 
 def run_worker(executable: str, backend: str, device: str, timeout: float, environ) -> dict:
-    """Run bdiag/distributed_worker.py with the job's ``environ``; its answer, or why there is none.
-    Never waits past the bound."""
+    """Run bdiag/distributed_worker.py with the job's ``environ`` (NCCL's INFO lines on); its answer with
+    those lines under ``log``, or why there is none. Never waits past the bound."""
     folder = tempfile.mkdtemp(prefix="bundle-distributed-")
     out, log = os.path.join(folder, "answer.json"), os.path.join(folder, "worker.log")
     bound = 2 * timeout + GRACE
     try:
         with open(log, "w", encoding="utf-8") as handle:
             command = [executable, os.path.join(FOLDER, "bdiag", "distributed_worker.py"), backend, device, str(timeout), out]
-            process = subprocess.Popen(command, env=dict(environ), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            environment = transport.debug_environment(environ)
+            process = subprocess.Popen(command, env=environment, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
             try:
                 code = process.wait(timeout=bound)
             except subprocess.TimeoutExpired:
@@ -106,11 +110,12 @@ def run_worker(executable: str, backend: str, device: str, timeout: float, envir
                     process.wait()
         if code is None:
             return {"ok": False, "error": f"this rank's all_reduce did not return within {bound:.0f} s and was stopped"}
+        with open(log, encoding="utf-8", errors="replace") as handle:
+            output = handle.read()
         if os.path.isfile(out):
             with open(out, encoding="utf-8") as handle:
-                return json.load(handle)
-        with open(log, encoding="utf-8", errors="replace") as handle:
-            tail = handle.read().strip().splitlines()[-3:]
+                return dict(json.load(handle), log=transport.nccl_lines(output))
+        tail = output.strip().splitlines()[-3:]
         return {"ok": False, "error": " | ".join(tail) or f"the worker exited {code} without an answer"}
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from bdiag import FOLDER
+from bdiag import FOLDER, transport
 from bdiag.probe_gpu import GpuProbe
 from bdiag.probe_host import HostProbe
 
@@ -310,8 +310,13 @@ class Probe(GpuProbe, HostProbe):
             return json.load(handle)
 
     # --- collectives ------------------------------------------------------------------------
+    def rdma_devices(self) -> list:
+        """The RDMA adapters in /sys/class/infiniband (bdiag/transport.py)."""
+        return transport.rdma_devices()
+
     def run_collective(self, backend: str, device: str, world: int, folder: str, timeout: float = 180) -> list:
-        """Launch ``world`` fresh processes of bdiag/collective_worker.py; their JSON answers."""
+        """Launch ``world`` fresh processes of bdiag/collective_worker.py; their JSON answers, each with
+        its NCCL INFO lines under ``log`` (bdiag/transport.py)."""
         import socket
 
         with socket.socket() as sock:
@@ -323,7 +328,8 @@ class Probe(GpuProbe, HostProbe):
             out = os.path.join(folder, f"rank{rank}.json")
             log = open(os.path.join(folder, f"rank{rank}.log"), "w")
             command = [self.executable(), script, backend, device, str(rank), str(world), str(port), out]
-            workers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), out, log))
+            environment = transport.debug_environment(os.environ)
+            workers.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=environment), out, log))
         answers, deadline = [], time.monotonic() + timeout
         for process, out, log in workers:
             try:
@@ -332,11 +338,12 @@ class Probe(GpuProbe, HostProbe):
                 process.kill()
                 code = process.wait()
             log.close()
+            with open(log.name, encoding="utf-8", errors="replace") as handle:
+                output = handle.read()
             if os.path.isfile(out):
                 with open(out, encoding="utf-8") as handle:
-                    answers.append(json.load(handle))
+                    answers.append(dict(json.load(handle), log=transport.nccl_lines(output)))
             else:
-                with open(log.name, encoding="utf-8", errors="replace") as handle:
-                    tail = handle.read().strip().splitlines()[-3:]
+                tail = output.strip().splitlines()[-3:]
                 answers.append({"ok": False, "exit_code": code, "error": " | ".join(tail) or f"exit {code}"})
         return answers

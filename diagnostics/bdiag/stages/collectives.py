@@ -1,11 +1,12 @@
-"""Stage 10: a 2-rank all_reduce in fresh processes (NCCL/RCCL on GPUs, gloo on CPU)."""
+"""Stage 10: a 2-rank all_reduce in fresh processes (NCCL/RCCL on GPUs, gloo on CPU), and the
+transport NCCL chose (bdiag/transport.py: NET/IB, NET/Socket, P2P, SHM)."""
 
 from __future__ import annotations
 
 import shutil
 import tempfile
 
-from bdiag import distributed
+from bdiag import distributed, transport
 from bdiag.stages import card, peers
 
 NAME = "collectives"
@@ -46,6 +47,7 @@ def run_local(checkup, result) -> None:
         answers = probe.run_collective(backend, device, WORLD, folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    logs = [answer.pop("log", "") for answer in answers]
     result.values.update(backend=backend, world=WORLD, ranks=answers)
     broken = [answer for answer in answers if not answer.get("ok")]
     exclusive = card.exclusive_cards(checkup)
@@ -64,4 +66,6 @@ def run_local(checkup, result) -> None:
     bandwidth = min(answer.get("bus_bandwidth_gb_s", 0) for answer in answers)
     result.values["bus_bandwidth_gb_s"] = bandwidth
     result.summary = f"{backend} all_reduce × {WORLD} ok, bus {bandwidth:.1f} GB/s"
+    if backend == "nccl":
+        transport.judge(result, logs, probe.rdma_devices(), probe.environ())
     peers.judge_bus_bandwidth(checkup, result, bandwidth, WORLD)

@@ -116,3 +116,16 @@ def test_a_push_sends_the_credentials_docker_login_stored(tmp_path):
     assert header == {"username": "team", "password": "s3cret", "serveraddress": "registry.example.com:5000"}
     assert registry_auth("other.example.com/team/pilot", str(config)) == NO_AUTH
     assert registry_auth("team/pilot", str(tmp_path / "absent.json")) == NO_AUTH
+
+
+def test_a_tcp_engine_speaks_tls_as_the_docker_cli_is_told_to(tmp_path):
+    import ssl
+
+    from bundler.engine.wire import Endpoint
+
+    plain = Endpoint.parse("tcp://10.0.0.2:2375", {})
+    assert (plain.host, plain.port, plain.tls) == ("10.0.0.2", 2375, None)
+    verified = Endpoint.parse("tcp://gpu-box:2376", {"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(tmp_path)})
+    assert verified.tls is not None and verified.tls.verify_mode == ssl.CERT_REQUIRED and verified.tls.check_hostname
+    unverified = Endpoint.parse("tcp://gpu-box", {"DOCKER_CERT_PATH": str(tmp_path)})
+    assert unverified.port == 2376 and unverified.tls is not None and unverified.tls.verify_mode == ssl.CERT_NONE

@@ -71,7 +71,8 @@ class Endpoint:
         if parts.scheme == "unix":
             return cls(unix_path=parts.path or parts.netloc)
         if parts.scheme in ("tcp", "http", "https") and parts.hostname:
-            tls = _tls(environ) if parts.scheme == "https" or environ.get("DOCKER_TLS_VERIFY") else None
+            secured = parts.scheme == "https" or environ.get("DOCKER_TLS_VERIFY") or environ.get("DOCKER_CERT_PATH")  # as the CLI
+            tls = _tls(environ) if secured else None
             return cls(host=parts.hostname, port=parts.port or (2376 if tls else 2375), tls=tls)
         raise WireError(
             f"the address {address!r} is not a unix socket or a TCP address; for an engine reached over SSH, "

@@ -6,7 +6,7 @@
 # dependency check again.
 # PyTorch wheels bring their own CUDA/ROCm user-space libraries: the same slim base
 # serves cuda, rocm and cpu. System packages the bundle asks for (the RDMA user space
-# of [target] fabric) come from the base's mirror.
+# of [target] fabric, [build] system_packages, apt.txt) come from the base's mirror.
 # Wheels: ${route}.
 # Reproducible layers: pip installs without bytecode, which is compiled afterwards
 # with unchecked-hash headers; every path a step changes gets one fixed file time.

@@ -82,11 +82,7 @@ def podman(tmp_path_factory, docker_engine, debian_python_image):
     Without podman: fail under CI=true, skip elsewhere."""
     from tests import podmanenv
 
-    why = podmanenv.missing()
-    if why:
-        if dockerenv.in_ci():
-            pytest.fail(why)
-        pytest.skip(why)
+    dockerenv.require(podmanenv.missing())
     service = podmanenv.start(tmp_path_factory.mktemp("podman"))
     try:
         from bundler.engine.podman import PodmanEngine
@@ -216,3 +212,30 @@ def cpu_torch_wheel(tmp_path_factory) -> Path:
                 pytest.fail(message)
             pytest.skip(message)
     return found[0]
+
+
+@pytest.fixture(scope="session")
+def cpu_image(tmp_path_factory, docker_client, docker_engine, debian_python_image, cpu_torch_wheel):
+    """The CPU example with real torch, built once per session (the build tests and the Slurm cluster's jobs share it)."""
+    from bundler.lock.run import run_lock
+    from bundler.target.bundle import load_bundle
+    from tests.build_support import build_fresh, remove_built
+    from tests.fakeindex import real_torch_index
+
+    root = tmp_path_factory.mktemp("cpu")
+    index = real_torch_index(root / "torchindex", cpu_torch_wheel)
+    patch = pytest.MonkeyPatch()  # session fixtures come before the per-test environment of conftest
+    patch.setenv("BUNDLER_INDEX_MAP", f"https://download.pytorch.org/whl={index}")
+    patch.setenv("BUNDLER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "bundler-cache"))
+    project = scaffold_project(root / "example")
+    run_lock(load_bundle(project), cpu=True)
+    tag = "bundler-test/example-cpu:session"
+    try:
+        result, data = build_fresh(docker_engine, project, "--base", debian_python_image, "--tag", tag)
+    finally:
+        patch.undo()
+    try:
+        assert result.returncode == 0, result.stderr[-3000:]
+        yield project, data, tag
+    finally:
+        remove_built(docker_engine, data)

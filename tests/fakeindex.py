@@ -118,6 +118,15 @@ def build_fake_index(root: Path) -> FakeIndex:
     return FakeIndex(root)
 
 
+def add_pypi_wheel(index: FakeIndex, name: str, version: str, requires: list[str], modules: dict | None = None) -> Path:
+    """One more pure wheel on the fake PyPI (its page lists every version of it); returns the wheel."""
+    files = index.root / "files"
+    filename = _wheel(files, name, version, "py3-none-any", requires, modules)
+    dist = name.replace("-", "_")
+    _page(index.root / "pypi" / "simple" / name, [f.name for f in files.glob(f"{dist}-*.whl")])
+    return files / filename
+
+
 def real_torch_index(root: Path, wheel: Path, tag: str = "cpu") -> str:
     """A PEP 503 torch index at ROOT/whl/<tag>/torch/ linking a real wheel; returns ROOT/whl's URL."""
     page = Path(root) / "whl" / tag / "torch"
@@ -158,7 +167,7 @@ def _wheel(files: Path, name: str, version: str, wheel_tag: str, requires: list[
     contents[f"{info}/WHEEL"] = (
         f"Wheel-Version: 1.0\nGenerator: bundler-fakeindex\nRoot-Is-Purelib: {'true' if pure else 'false'}\nTag: {wheel_tag}\n"
     )
-    record = [f"{arc},sha256={_digest(data)},{len(data.encode())}" for arc, data in contents.items()]
+    record = [f"{arc},sha256={_digest(data)},{len(_bytes(data))}" for arc, data in contents.items()]
     contents[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
     tmp = path.with_suffix(".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -170,5 +179,9 @@ def _wheel(files: Path, name: str, version: str, wheel_tag: str, requires: list[
     return filename
 
 
-def _digest(data: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(data.encode()).digest()).rstrip(b"=").decode()
+def _bytes(data: str | bytes) -> bytes:
+    return data if isinstance(data, bytes) else data.encode()
+
+
+def _digest(data: str | bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(_bytes(data)).digest()).rstrip(b"=").decode()

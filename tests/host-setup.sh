@@ -2,8 +2,10 @@
 # Prepares a Debian/Ubuntu host (as root) for bundler's test suite: Docker's engine,
 # debootstrap (the tests build their base images locally; no registry is reachable), a
 # local image registry, chromium (the diagnostics' HTML report is checked in a real
-# headless browser) and Podman (the engine tests run on it too; the suite starts its own
-# `podman system service`). Starts dockerd when no engine answers. Safe to run twice.
+# headless browser), Podman (the engine tests run on it too; the suite starts its own
+# `podman system service`; catatonit is its --init) and Slurm with munge (the job tests start
+# their own loopback cluster; no daemon of these packages is started here). Starts dockerd
+# when no engine answers. Safe to run twice.
 set -euo pipefail
 
 missing=()
@@ -13,6 +15,11 @@ command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 python3 -c "import ensurepip" >/dev/null 2>&1 || missing+=(python3-venv)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium fonts-liberation)
 command -v podman >/dev/null 2>&1 || missing+=(podman)
+[ -x /usr/libexec/podman/catatonit ] || [ -x /usr/bin/catatonit ] || missing+=(catatonit)
+command -v slurmctld >/dev/null 2>&1 || missing+=(slurmctld)
+command -v slurmd >/dev/null 2>&1 || missing+=(slurmd)
+command -v sbatch >/dev/null 2>&1 || missing+=(slurm-client)
+command -v munged >/dev/null 2>&1 || missing+=(munge)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "host-setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive

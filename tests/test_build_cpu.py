@@ -14,35 +14,10 @@ import tarfile
 
 import pytest
 
-from bundler.lock.run import run_lock
-from bundler.target.bundle import load_bundle
-from tests.build_support import BUNDLER_LABELS, OCI, build, build_fresh, layer_names, remove_built, remove_tag, run_container
-from tests.conftest import scaffold_project
-from tests.fakeindex import real_torch_index
+from tests.build_support import BUNDLER_LABELS, OCI, build, layer_names, remove_tag, run_container
 from tests.registry import running_registry
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
-@pytest.fixture(scope="session")
-def cpu_image(tmp_path_factory, docker_client, docker_engine, debian_python_image, cpu_torch_wheel):
-    root = tmp_path_factory.mktemp("cpu")
-    index = real_torch_index(root / "torchindex", cpu_torch_wheel)
-    patch = pytest.MonkeyPatch()  # session fixtures come before the per-test environment of conftest
-    patch.setenv("BUNDLER_INDEX_MAP", f"https://download.pytorch.org/whl={index}")
-    patch.setenv("BUNDLER_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "bundler-cache"))
-    project = scaffold_project(root / "example")
-    run_lock(load_bundle(project), cpu=True)
-    tag = "bundler-test/example-cpu:session"
-    try:
-        result, data = build_fresh(docker_engine, project, "--base", debian_python_image, "--tag", tag)
-    finally:
-        patch.undo()
-    try:
-        assert result.returncode == 0, result.stderr[-3000:]
-        yield project, data, tag
-    finally:
-        remove_built(docker_engine, data)
 
 
 def test_cpu_example_runs_its_pilot_in_the_container_offline(cpu_image, docker_client):

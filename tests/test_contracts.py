@@ -612,16 +612,16 @@ def test_a_key_added_to_the_schema_is_known_to_bundler_and_to_the_diagnostics(tm
     from bdiag.checkup import read_bundle
     from bundler.target.bundle import load_bundle
 
-    text = BUNDLE + '[build]\nsystem_packages = ["libgl1"]\n'
+    text = BUNDLE + '[build]\napt_sources = ["bookworm-backports"]\n'
     (tmp_path / "bundle.toml").write_text(text, encoding="utf-8")
-    assert "unknown key 'system_packages' in [build]" in read_bundle(str(tmp_path / "bundle.toml")).error
+    assert "unknown key 'apt_sources' in [build]" in read_bundle(str(tmp_path / "bundle.toml")).error
     import bdiag.contracts.bundleschema as copy  # the copy the diagnostics import
 
     for module in (bundleschema, copy):
-        monkeypatch.setitem(module.KEYS, "build", {**module.KEYS["build"], "system_packages": module.names})
+        monkeypatch.setitem(module.KEYS, "build", {**module.KEYS["build"], "apt_sources": module.names})
     assert load_bundle(tmp_path).name == "P" and read_bundle(str(tmp_path / "bundle.toml")).error is None
-    wrong = copy.bundle_problem(tomllib.loads(text.replace('["libgl1"]', '"libgl1"')))
-    assert wrong.text.startswith("[build] system_packages must be a list")
+    wrong = copy.bundle_problem(tomllib.loads(text.replace('["bookworm-backports"]', '"bookworm-backports"')))
+    assert wrong.text.startswith("[build] apt_sources must be a list")
 
 
 # ----- plan.toml's order ------------------------------------------------------------------------

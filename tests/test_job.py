@@ -139,26 +139,38 @@ def test_a_dollar_in_the_entry_reaches_kubernetes_escaped(project_of):
 
 # --- Slurm ------------------------------------------------------------------------------------
 STUB = """#!{python}
-import json, os, sys
+import json, os, subprocess, sys
 name = os.path.basename(sys.argv[0])
 with open(os.environ["STUB_LOG"], "a") as log:
-    keep = ("BUNDLE_LOCK_SHA256", "APPTAINERENV_PYTHONPATH")
+    keep = ("BUNDLE_LOCK_SHA256", "APPTAINERENV_PYTHONPATH", "SLURMD_NODENAME", "BUNDLE_DIAG_JOIN_TIMEOUT")
     log.write(json.dumps({{"tool": name, "argv": sys.argv[1:], "env": {{k: os.environ.get(k) for k in keep}}}}) + "\\n")
 if name == "scontrol":
     print("gpu01\\ngpu02")
 if name == "apptainer" and sys.argv[1] == "build":
     open(sys.argv[2], "w").close()
+if name in ("docker", "podman") and sys.argv[1] in ("image", "pull") and os.environ.get("STUB_NO_IMAGE"):  # absent, unpullable
+    sys.exit(1)
 calls = [json.loads(line) for line in open(os.environ["STUB_LOG"]) if '"srun"' in line]
 if name == "srun" and os.environ.get("STUB_FAIL_DIAGNOSTICS") and len(calls) == 1:
     sys.exit(14)
+if name == "srun" and not any(arg.startswith("--container-image") for arg in sys.argv):  # one task per node, as srun starts them
+    command = sys.argv[1:]
+    while command[0].startswith("--"):
+        command.pop(0)
+    codes = [
+        subprocess.run(command, env={{**os.environ, "SLURMD_NODENAME": node, "SLURM_NODEID": str(index)}}).returncode
+        for index, node in enumerate(["gpu01", "gpu02"])
+    ]
+    sys.exit(max(codes))
 """
 
 
 def run_sbatch(script: Path, folder: Path, **extra: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
-    """Run the script with bash as sbatch would on a 2-node allocation, the cluster's commands recording their arguments."""
+    """Run the script with bash as sbatch would on a 2-node allocation, the cluster's commands recording their arguments
+    (srun also runs its command once per node; the runtime only records)."""
     stubs = folder / "bin"
     stubs.mkdir(exist_ok=True)
-    for name in ("srun", "apptainer", "scontrol"):
+    for name in ("srun", "apptainer", "scontrol", "docker", "podman"):
         (stubs / name).write_text(STUB.format(python=sys.executable))
         (stubs / name).chmod(0o755)
     log = folder / "calls.jsonl"
@@ -188,6 +200,11 @@ def slurm_job_of_an_export(project: Path, archive: Path) -> tuple[Path, Path, di
     return archive, script, result
 
 
+def torchrun_of(step_port: int, nproc: int, timeout: int = 120) -> list[str]:
+    rendezvous = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"gpu01:{step_port}", "--rdzv-id", "4242"]
+    return [launch.TORCHRUN, "--nnodes", "2", "--nproc-per-node", str(nproc), *rendezvous, "--rdzv-conf", f"join_timeout={timeout}"]
+
+
 def test_slurm_script_is_shellcheck_clean_and_runs_diagnostics_then_the_entry(project_of, tmp_path):
     project = project_of("cuda", "B200", 2)
     archive, script, result = slurm_job_of_an_export(project, tmp_path / "my image's.tar")  # a space and a quote: quoting must hold
@@ -195,27 +212,28 @@ def test_slurm_script_is_shellcheck_clean_and_runs_diagnostics_then_the_entry(pr
     assert text.startswith("#!/bin/bash\n") and "#SBATCH --nodes=2\n" in text and "#SBATCH --gpus-per-node=2\n" in text
     fields, _ = jobfile.split(text)
     assert fields["lock-sha256"] == lock_sha(project) and fields["image"] == str(archive)
+    assert fields["runtime"] == "apptainer" and result["runtime"] == "apptainer" and result["join_timeout_s"] == 120
 
     ran, calls = run_sbatch(script, tmp_path)
     assert ran.returncode == 0, ran.stderr
     sif = f"{tmp_path}/{result['name']}-{lock_sha(project)[:12]}.sif"
-    assert [call["tool"] for call in calls] == ["apptainer", "scontrol", "srun", "srun"]
+    assert [call["tool"] for call in calls] == ["apptainer", "scontrol"] + ["srun", "apptainer", "apptainer"] * 2
     assert calls[0]["argv"] == ["build", sif, f"docker-archive://{archive}"]
-    container = ["--ntasks-per-node=1", "--kill-on-bad-exit=1", "apptainer", "exec", "--nv", "--pwd", "/opt/bundle/project"]
-    container += ["--bind", f"{tmp_path}/runs:/opt/bundle/project/runs", sif, launch.TORCHRUN, "--nnodes", "2"]
-    diagnostics, entry = calls[2]["argv"], calls[3]["argv"]
-    assert diagnostics == container + ["--nproc-per-node", "1", "--rdzv-backend", "c10d", "--rdzv-endpoint", "gpu01:29501"] + [
-        "--rdzv-id",
-        "4242",
-        *launch.diagnostics_args(),
+    container = ["exec", "--nv", "--pwd", "/opt/bundle/project", "--bind", f"{tmp_path}/runs:/opt/bundle/project/runs", sif]
+    diagnostics, entry = calls[3:5], calls[6:8]
+    assert [call["env"]["SLURMD_NODENAME"] for call in diagnostics + entry] == ["gpu01", "gpu02"] * 2
+    assert all(call["argv"] == container + torchrun_of(29501, 1) + launch.diagnostics_args() for call in diagnostics)
+    assert all(
+        call["argv"] == container + torchrun_of(29500, 2) + ["-m", "example.pilot", "--config", "config/pilot.json"] for call in entry
+    )
+    assert entry[0]["env"]["BUNDLE_LOCK_SHA256"] == lock_sha(project) and entry[0]["env"]["APPTAINERENV_PYTHONPATH"] == "src"
+    assert diagnostics[0]["env"]["APPTAINERENV_PYTHONPATH"] is None
+    assert sorted(path.name for path in (tmp_path / "runs" / ".started-4242").iterdir()) == [
+        "diagnostics.gpu01",
+        "diagnostics.gpu02",
+        "entry.gpu01",
+        "entry.gpu02",
     ]
-    assert entry == container + ["--nproc-per-node", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "gpu01:29500"] + [
-        "--rdzv-id",
-        "4242",
-        *["-m", "example.pilot", "--config", "config/pilot.json"],
-    ]
-    assert calls[3]["env"] == {"BUNDLE_LOCK_SHA256": lock_sha(project), "APPTAINERENV_PYTHONPATH": "src"}
-    assert (tmp_path / "runs").is_dir()
 
 
 def test_slurm_stops_when_the_diagnostics_fail_or_the_archive_is_not_the_exported_one(project_of, tmp_path):
@@ -225,7 +243,8 @@ def test_slurm_stops_when_the_diagnostics_fail_or_the_archive_is_not_the_exporte
 
     ran, calls = run_sbatch(script, tmp_path, STUB_FAIL_DIAGNOSTICS="1")
     assert ran.returncode == 14
-    assert [call["tool"] for call in calls] == ["apptainer", "scontrol", "srun"]  # the entry never started
+    assert [call["tool"] for call in calls] == ["apptainer", "scontrol", "srun", "scontrol"]  # the entry never started
+    assert "node(s) gpu01 gpu02 never started it" in ran.stderr and "join timeout 120 s" in ran.stderr
 
     archive.write_bytes(b"exported, then changed")
     (tmp_path / f"{result['name']}-{lock_sha(project)[:12]}.sif").unlink()
@@ -241,13 +260,112 @@ def test_slurm_takes_a_registry_reference_or_a_sif(project_of, tmp_path):
     shell_checks(Path(result["path"]))
     ran, calls = run_sbatch(Path(result["path"]), tmp_path)
     assert ran.returncode == 0, ran.stderr
-    assert calls[0]["argv"][2] == f"docker://{REGISTRY}@{DIGEST}" and "--rocm" in calls[2]["argv"]
+    assert calls[0]["argv"][2] == f"docker://{REGISTRY}@{DIGEST}" and "--rocm" in calls[3]["argv"]
 
     completed, result = job(project, "slurm", "--image", "images/example.sif", "-o", str(tmp_path / "b.sbatch"))
     assert completed.returncode == 0, completed.stderr
     shell_checks(Path(result["path"]))
     ran, calls = run_sbatch(Path(result["path"]), tmp_path)
-    assert [call["tool"] for call in calls] == ["scontrol", "srun", "srun"] and "images/example.sif" in calls[1]["argv"]
+    assert ran.returncode == 3  # the stand-in nodes have no images/example.sif: each says so, naming itself
+    assert "node gpu01 cannot read the image images/example.sif" in ran.stderr and "node gpu02" in ran.stderr
+    assert [call["tool"] for call in calls] == ["scontrol", "srun", "scontrol"]
+
+
+def test_slurm_pyxis_starts_the_container_with_srun_and_a_bounded_join(project_of, tmp_path):
+    project = project_of("cuda", "H100 SXM", 4)
+    out = tmp_path / "pyxis.sbatch"
+    completed, result = job(project, "slurm", "--runtime", "pyxis", "--nodes", "2", "--join-timeout", "45", "--image", f"{REGISTRY}:1")
+    assert completed.returncode == 0, completed.stderr
+    Path(result["path"]).rename(out)
+    shell_checks(out)
+    ran, calls = run_sbatch(out, tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    diagnostics, entry = (call for call in calls if call["tool"] == "srun")
+    image = "registry.example.com:5000#team/example:1"  # enroot's REGISTRY#NAME:TAG
+    srun = ["--ntasks-per-node=1", "--kill-on-bad-exit=1", f"--container-image={image}"]
+    srun += [f"--container-mounts={tmp_path}/runs:/opt/bundle/project/runs", "--container-workdir=/opt/bundle/project"]
+    assert diagnostics["argv"][:6] == entry["argv"][:6] == srun + ["--no-container-mount-home"]
+    assert diagnostics["argv"][-len(launch.diagnostics_args()) - 2 :][:2] == ["--rdzv-conf", "join_timeout=45"]
+    assert entry["argv"][10:] == ["entry", *torchrun_of(29500, 2, 45), "-m", "example.pilot", "--config", "config/pilot.json"]
+    assert diagnostics["env"]["BUNDLE_DIAG_JOIN_TIMEOUT"] == "45"
+
+    ran, calls = run_sbatch(out, tmp_path, BUNDLE_JOIN_TIMEOUT="300")  # the submitter's override
+    assert ran.returncode == 0 and "join_timeout=300" in calls[1]["argv"]
+
+
+@pytest.mark.parametrize(
+    ("engine", "backend", "card", "gpu_flags"),
+    [
+        ("docker", "cuda", "H100 SXM", ["--gpus", '"device=2,3"']),
+        ("podman", "cuda", "H100 SXM", ["--device", "nvidia.com/gpu=2", "--device", "nvidia.com/gpu=3"]),
+        (
+            "docker",
+            "rocm",
+            "MI300X",
+            ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video", "-e", "ROCR_VISIBLE_DEVICES=2,3"],
+        ),
+        ("podman", "cpu", "RTX 4090", []),
+    ],
+)
+def test_slurm_docker_and_podman_get_only_the_allocated_cards(project_of, tmp_path, engine, backend, card, gpu_flags):
+    project = project_of(backend, card, 4)
+    completed, result = job(project, "slurm", "--runtime", engine, "--nodes", "2", "--image", f"{REGISTRY}@{DIGEST}")
+    assert completed.returncode == 0, completed.stderr
+    script = Path(result["path"])
+    shell_checks(script)
+    ran, calls = run_sbatch(script, tmp_path, SLURM_STEP_GPUS="2,3", CUDA_VISIBLE_DEVICES="0,1")
+    assert ran.returncode == 0, ran.stderr
+    runs = [call["argv"] for call in calls if call["tool"] == engine and call["argv"][0] == "run"]
+    assert len(runs) == 4  # two steps on two nodes
+    user = ["--user", "0:0"] if engine == "podman" else ["--user", f"{os.getuid()}:{os.getgid()}"]
+    head = ["run", "--rm", "--init", "--name", "bundle-4242-diagnostics-0", "--network", "host", "--ipc", "host", *user]
+    head += ["-w", "/opt/bundle/project", "-v", f"{tmp_path}/runs:/opt/bundle/project/runs"]
+    head += ["-e", "BUNDLE_LOCK_SHA256", "-e", "BUNDLE_DIAG_JOIN_TIMEOUT", "-e", "PYTHONPATH", *gpu_flags, f"{REGISTRY}@{DIGEST}"]
+    assert runs[0][: len(head)] == head and runs[0][len(head)] == launch.TORCHRUN
+    assert runs[3][4] == "bundle-4242-entry-1"
+
+    if backend != "cpu":
+        ran, _ = run_sbatch(script, tmp_path, SLURM_STEP_GPUS="", CUDA_VISIBLE_DEVICES="")
+        assert ran.returncode == 3 and "node gpu01: Slurm allocated no GPU to this step" in ran.stderr
+    ran, calls = run_sbatch(script, tmp_path, SLURM_STEP_GPUS="0", STUB_NO_IMAGE="1")
+    assert ran.returncode == 3 and f"node gpu02 has no image {REGISTRY}@{DIGEST}" in ran.stderr
+    pulls = [call["argv"] for call in calls if call["argv"][:1] == ["pull"]]
+    assert pulls == [["pull", "-q", f"{REGISTRY}@{DIGEST}"]] * 2  # a registry's reference is pulled once per node before giving up
+
+
+@pytest.mark.parametrize("adapters", [False, True])
+def test_docker_and_podman_steps_pass_the_nodes_rdma_adapters_only_when_it_has_them(adapters):
+    """A private /dev (a mount namespace as root) with and without an infiniband folder: the flags NCCL's verbs need."""
+    from bundler.jobs.slurm_runtimes import RDMA_LINE
+
+    make = "mkdir /dev/infiniband; " if adapters else ""
+    shown = f"mount -t tmpfs none /dev; {make}{RDMA_LINE}; printf '%s\\n' \"${{rdma[@]}}\""
+    ran = subprocess.run(["unshare", "--mount", "bash", "-c", shown], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    flags = ["--device", "/dev/infiniband", "--ulimit", "memlock=-1:-1", "--cap-add", "IPC_LOCK"]
+    assert ran.stdout.split() == (flags if adapters else [])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--runtime", "singularity"), "--runtime 'singularity' is not a container runtime"),
+        (("--runtime", "docker", "--image", "example.tar"), "--runtime docker runs an image by reference"),
+        (("--join-timeout", "0"), "--join-timeout '0' is not a number of seconds"),
+        (("--join-timeout", "1e3"), "--join-timeout '1e3' is not a number of seconds"),
+    ],
+)
+def test_slurm_refuses_an_unknown_runtime_or_timeout(project_of, args, message):
+    project = project_of("cpu", "RTX 4090", 1)
+    completed, _ = job(project, "slurm", *args)
+    assert completed.returncode == 2 and message in completed.stderr and "Traceback" not in completed.stderr
+    assert not (project / "job-slurm.sbatch").exists()
+
+
+def test_the_other_engines_refuse_the_slurm_options(project_of):
+    project = project_of("cpu", "RTX 4090", 1)
+    completed, _ = job(project, "k8s", "--runtime", "docker", "--image", f"{REGISTRY}:1")
+    assert completed.returncode == 2 and "--runtime is an option of `bundler job slurm` only" in completed.stderr
 
 
 # --- SkyPilot's scripts (its loader: test_job_sky.py) --------------------------------------------

@@ -19,6 +19,7 @@ from bundler.errors import ExistsError, ProjectFileError, UsageError
 from bundler.image.context import DOCKERIGNORE, clean_patterns, is_ignored
 from bundler.resources import resource_path
 from bundler.target.bundle import BUNDLE_FILE
+from bundler.target.syspackages import APT_TXT, read_apt_txt
 from bundler.target.table_file import load_table
 
 TEMPLATE_FILES = ("plan.toml", "catalog.toml")
@@ -56,10 +57,25 @@ def adopt(project: Path, flags: Flags, *, entry: str | None = None, extras: list
     adoption = Adoption(root, sources, inferred, layout, found_entry, "", Planned(), *_names(root, sources, layout))
     adoption.requirements = _plan_requirements(adoption)
     adoption.undeclared = undeclared(root, layout, sources.chosen)
+    adoption.notes.extend(_apt_txt_notes(root))
     _plan_files(adoption)
     if not dry_run:
         write(root, adoption.planned)
     return adoption
+
+
+def _apt_txt_notes(root: Path) -> list[str]:
+    """What `bundler build` will do with the repository's apt.txt (repo2docker's list of Debian packages)."""
+    try:
+        names = [name for _, name in read_apt_txt(root)]
+    except ProjectFileError as error:
+        return [f"{error.message} `bundler build` refuses it until it is fixed ({error.hint})"]
+    if not names:
+        return []
+    return [
+        f"{APT_TXT} names {len(names)} Debian package(s), installed in the dependency image by `bundler build`: {', '.join(names)} "
+        "(more go in bundle.toml [build] system_packages)"
+    ]
 
 
 def _check_folder(project: Path) -> Path:

@@ -29,6 +29,25 @@ NodesOpt = Annotated[
     Optional[str],
     typer.Option("--nodes", metavar="N", help="Nodes to split plan.toml's lots over (it must divide them; default 1).", show_default=False),
 ]
+RuntimeOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--runtime",
+        metavar="apptainer|docker|podman|pyxis",
+        help="slurm: the container runtime on the nodes (default apptainer).",
+        show_default=False,
+    ),
+]
+JoinTimeoutOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--join-timeout",
+        metavar="SECONDS",
+        help="slurm: how long the nodes wait for each other at a rendezvous before the job fails naming the missing ones "
+        "(default 120; BUNDLE_JOIN_TIMEOUT at submit time overrides it).",
+        show_default=False,
+    ),
+]
 InfraOpt = Annotated[
     Optional[str],
     typer.Option(
@@ -48,7 +67,8 @@ OutputOpt = Annotated[
 HELP = {
     "sky": "A SkyPilot task: the image as runtime, accelerators from plan.toml, diagnostics in setup, torchrun in run.",
     "k8s": "A Kubernetes headless Service and Indexed Job: GPU limits, /dev/shm in memory, non-root, diagnostics as init container.",
-    "slurm": "An sbatch script running the image through Apptainer: srun + torchrun, diagnostics first on every node.",
+    "slurm": "An sbatch script running the image through Apptainer, Docker, Podman or Pyxis (--runtime): srun + torchrun, "
+    "diagnostics first on every node.",
 }
 
 
@@ -66,13 +86,15 @@ def _engine_command(engine: str) -> None:
         image: ImageOpt = None,
         nodes: NodesOpt = None,
         output: OutputOpt = None,
+        runtime: RuntimeOpt = None,
+        join_timeout: JoinTimeoutOpt = None,
         infra: InfraOpt = None,
         json_output: JsonFlag = False,
     ) -> None:
         from bundler.jobs.run import make_job
 
         out = Output(json_output)
-        result = make_job(engine, project, image=image, nodes=nodes, output=output, infra=infra)
+        result = make_job(engine, project, image=image, nodes=nodes, output=output, runtime=runtime, join_timeout=join_timeout, infra=infra)
         inputs = result.inputs
         per_node = f"{inputs.gpus_per_node} x {inputs.card}" if inputs.gpus_per_node else "no GPU (cpu backend)"
         out.say(

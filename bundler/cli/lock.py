@@ -99,6 +99,8 @@ def _report(out: Output, result) -> None:
     out.say(f"  resolve in  {data['resolve_in']} with {spec.resolver}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
     for note in spec.notes:
         out.say(f"  note        {note}")
+    for warning in spec.warnings:
+        out.say(f"  warning     {warning}")
     if result.action == "written":
         out.say(
             f"Wrote {result.lock_path} ({result.resolution.where}, {result.resolution.seconds:.1f} s)"

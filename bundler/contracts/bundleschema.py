@@ -9,7 +9,7 @@ lock path that stays inside the project, an accelerator version's form, an image
 reference) is checked after this, by bundler alone.
 
 **Adding a key** is one line in ``KEYS`` (or ``EXTENSION_KEYS`` for ``[[extensions]]``):
-its section, its name and its check, e.g. ``"system_packages": names,`` under
+its section, its name and its check, e.g. ``"system_packages": package_list,`` under
 ``"build"``; then ``python -m bundler.contracts.generate`` writes the diagnostics' copy.
 A check is a function of the value that answers None when it is fine, else what is
 wrong (words that follow the key's name: ``"must be a string, got 5 (int)"``).
@@ -95,6 +95,11 @@ def names(value: object) -> str | None:
     return f"must be a list of names, got {value!r}"
 
 
+def package_list(value: object) -> str | None:
+    """A list (bundler's target/syspackages.py checks each Debian package name in it)."""
+    return None if isinstance(value, list) else f"must be a list of Debian package names, got {value!r}"
+
+
 # section -> key -> check; the key may be left out unless REQUIRED names it
 KEYS: dict[str, dict[str, Check]] = {
     "project": {"name": required_text, "package": text, "entry": text},
@@ -109,7 +114,7 @@ KEYS: dict[str, dict[str, Check]] = {
         "torch_index": text,
         "fabric": text,  # bundler's target/fabric.py says which names
     },
-    "build": {"lock": file_path, "requirements": file_path, "size_budget_mb": megabytes},
+    "build": {"lock": file_path, "requirements": file_path, "size_budget_mb": megabytes, "system_packages": package_list},
     "diagnostics": {"memory_hook": text, "results_dir": text, "dataloader_workers": workers},
 }
 EXTENSION_KEYS: dict[str, Check] = {"name": required_text, "module": import_name, "compile": flag, "check": text}
@@ -123,6 +128,7 @@ HINTS = {
     "must be true or false": "{key} = true or {key} = false.",
     "must be a positive whole number of megabytes": "For example {key} = 3000.",
     "is not a file path inside the project": "Name it relative to the project folder, as a fresh bundle.toml does.",
+    "must be a list of Debian package names": 'For example {key} = ["libgl1", "libsndfile1"].',
     "is not an import name": "Give the name you would write after `import`, e.g. flash_attn.",
 }
 

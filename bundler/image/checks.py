@@ -21,6 +21,7 @@ code-only rebuild as much as the engine's own build.)
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import tarfile
@@ -38,7 +39,7 @@ from bundler.target.bundle import Bundle, Target
 CHECK_TIMEOUT_S = 900
 CLOCK_KEYS = ("seconds", "slowest")  # timings in a finding, left out of the recorded verdict
 TORCH_BUILD = "torch build"
-LIBRARIES = "shared libraries"
+LIBRARIES = importcheck.LIBRARIES
 PROGRAMS = "/tmp/bundler-checks"  # where the programs of bundler/inimage/ (and bdiag's import check) are put in the container
 INIMAGE = Path(__file__).resolve().parents[1] / "inimage"
 CONTRACTS = Path(__file__).resolve().parents[1] / "contracts"
@@ -49,7 +50,8 @@ class Check:
     name: str
     argv: tuple[str, ...]  # run in the image; the last stdout line starting with "{" is the finding
     # the check's own error for a finding that failed (None: the generic one), and its notes for the user
-    failure: Callable[[dict], BuildError | None] | None = field(default=None, compare=False)
+    # (its finding, every check's finding by name) -> its error, so one check's hint can use what another saw
+    failure: Callable[[dict, dict], BuildError | None] | None = field(default=None, compare=False)
     notes: Callable[[dict], list[str]] | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
@@ -98,7 +100,8 @@ def dependency_checks(bundle: Bundle) -> list[Check]:
     ]
     imports = importcheck.import_argv(bundle, python)
     if imports:
-        checks.append(Check(importcheck.NAME, imports, failure=importcheck.failure, notes=importcheck.notes))
+        failure = functools.partial(importcheck.failure, installed=bundle.system_packages)
+        checks.append(Check(importcheck.NAME, imports, failure=failure, notes=importcheck.notes))
     return checks
 
 
@@ -154,7 +157,8 @@ def run_dependency_checks(
     if code != 0 or not results or failed:
         first: dict = failed[0] if failed else {"name": "the checks' runner", "output": output.strip()[-1500:]}
         own = next((check.failure for check in checks if check.name == first["name"] and check.failure), None)
-        failure = own(first.get("finding") or {}) if own else None
+        findings = {result["name"]: result.get("finding") or {} for result in results}
+        failure = own(first.get("finding") or {}, findings) if own else None
         raise failure or BuildError(
             f"the dependency image failed its check {first['name']!r}: "
             + json.dumps(first.get("finding") or {}, sort_keys=True)[:600]

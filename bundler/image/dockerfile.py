@@ -79,8 +79,9 @@ def default_base(bundle: Bundle, flavour: str) -> str:
 
 
 def bundle_packages(bundle: Bundle) -> tuple[str, ...]:
-    """The Debian packages the bundle asks the dependency image for (validated names, never free text)."""
-    return rdma_packages(bundle.fabric)
+    """The Debian packages the bundle asks the dependency image for (validated names, never free text): its fabric's,
+    then [build] system_packages and apt.txt's (target/syspackages.py)."""
+    return tuple(dict.fromkeys(rdma_packages(bundle.fabric) + bundle.system_packages))
 
 
 def system_packages(base: str, python: str, extra: tuple[str, ...] = ()) -> str:

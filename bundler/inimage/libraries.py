@@ -5,6 +5,10 @@ torch/lib and nvidia/*/lib (a library missing only a multi-node fabric's stack i
 apart, under "fabric_only"); for a real CUDA build (torch/lib/libtorch_cuda.so present) it
 loads libcudart, libcublas and libcudnn through ctypes, which needs no driver. One JSON
 line; exit 1 when a library is unresolved or fails to load.
+
+Every other ``.so`` of site-packages is run through ``ldd`` too, and what it cannot find is
+listed under "site_unresolved" without failing the check: a package whose import then fails
+for a missing system library is told every library it lacks at once, not one a build.
 """
 
 from __future__ import annotations
@@ -65,9 +69,23 @@ def check(site: str, backend: str) -> dict:
         except (IndexError, OSError) as error:
             failed[stem] = str(error) if found else "not installed"
     finding = {"libraries": len(libraries), "unresolved": missing, "fabric_only": fabric, "loaded": loaded, "load_failures": failed}
+    finding["site_unresolved"] = site_unresolved(site, set(libraries))
     if asked and not real:
         finding["note"] = "torch/lib holds no libtorch_cuda.so (a stand-in torch): nothing to load"
     return finding
+
+
+def site_unresolved(site: str, checked: set) -> dict:
+    """{path under site-packages: libraries ldd cannot find} for every other shared object there (torch's and nvidia's apart)."""
+    found: dict = {}
+    for folder, _, names in os.walk(site):
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if ".so" in name and path not in checked and os.path.isfile(path) and not os.path.islink(path):
+                lost = unresolved(subprocess.run(["ldd", path], capture_output=True, text=True).stdout)
+                if lost:
+                    found[os.path.relpath(path, site)] = lost
+    return found
 
 
 def main(argv: list | None = None) -> int:

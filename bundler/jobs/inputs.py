@@ -35,6 +35,8 @@ class JobInputs:
     nodes: int
     image: Image
     notes: list[str] = field(default_factory=list)
+    runtime: str = ""  # Slurm's container runtime (slurm_runtimes.RUNTIMES); "" for the other engines
+    join_timeout: int = 0  # seconds the nodes wait for each other at a rendezvous (Slurm); 0: not set
 
     @property
     def backend(self) -> str:
@@ -73,6 +75,7 @@ class JobInputs:
             "target": self.bundle.target.describe(),
             "order": f"{self.lots} x {self.card} ({self.cards_per_lot} per lot) on {self.nodes} node(s)",
             "bundler-version": __version__,
+            **({"runtime": self.runtime, "join-timeout": f"{self.join_timeout} s"} if self.runtime else {}),
         }
 
     def as_dict(self) -> dict:
@@ -90,10 +93,13 @@ class JobInputs:
             "lock_sha256": self.lock_sha256,
             "image": self.image.as_dict(),
             "notes": self.notes,
+            **({"runtime": self.runtime, "join_timeout_s": self.join_timeout} if self.runtime else {}),
         }
 
 
-def read_inputs(engine: str, project: Path | None, image: str | None, nodes: str | None) -> JobInputs:
+def read_inputs(
+    engine: str, project: Path | None, image: str | None, nodes: str | None, runtime: str | None = None, join_timeout: str | None = None
+) -> JobInputs:
     from bundler.evidence.campaign import load_campaign
     from bundler.lock.lockfile import fresh_lock
     from bundler.target.bundle import load_bundle
@@ -107,7 +113,38 @@ def read_inputs(engine: str, project: Path | None, image: str | None, nodes: str
     chosen = _image(engine, image, bundle, lock.sha256, notes)
     if fabric_note := multi_node_note(bundle.fabric, count, bundle.path):
         notes.append(fabric_note)
-    return JobInputs(engine, bundle, lock.sha256, campaign.card.name, campaign.card.cards_per_lot, campaign.lots, count, chosen, notes)
+    slurm = _slurm_options(engine, runtime, join_timeout, chosen)
+    return JobInputs(
+        engine, bundle, lock.sha256, campaign.card.name, campaign.card.cards_per_lot, campaign.lots, count, chosen, notes, *slurm
+    )
+
+
+def _slurm_options(engine: str, runtime: str | None, join_timeout: str | None, image: Image) -> tuple[str, int]:
+    """(runtime, join timeout) of a Slurm job; refused on the other engines, which take neither."""
+    from bundler.jobs import slurm, slurm_runtimes
+
+    if engine != "slurm":
+        given = next((flag for flag, value in (("--runtime", runtime), ("--join-timeout", join_timeout)) if value is not None), "")
+        if given:
+            raise UsageError(
+                f"{given} is an option of `bundler job slurm` only.", hint=f"Leave it out of `bundler job {engine}`.", value=given
+            )
+        return "", 0
+    chosen = slurm_runtimes.check_runtime(runtime or slurm_runtimes.DEFAULT_RUNTIME, image)
+    return chosen, parse_seconds(join_timeout, slurm.DEFAULT_JOIN_TIMEOUT)
+
+
+def parse_seconds(text: str | None, default: int) -> int:
+    """--join-timeout as whole seconds from 1 to 3600."""
+    if text is None:
+        return default
+    if not re.fullmatch(r"\s*\+?[0-9]{1,4}\s*", text) or not 1 <= int(text) <= 3600:
+        raise UsageError(
+            f"--join-timeout {text!r} is not a number of seconds from 1 to 3600.",
+            hint=f"For example --join-timeout {default} (the default): how long the nodes wait for each other at a rendezvous.",
+            value=text,
+        )
+    return int(text)
 
 
 def parse_nodes(text: str | None, lots: int, cards_per_lot: int, plan: Path) -> int:

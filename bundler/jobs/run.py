@@ -39,6 +39,8 @@ def make_job(
     image: str | None = None,
     nodes: str | None = None,
     output: Path | None = None,
+    runtime: str | None = None,
+    join_timeout: str | None = None,
     infra: str | None = None,
 ) -> JobResult:
     from bundler.jobs import k8s, sky, slurm
@@ -46,7 +48,7 @@ def make_job(
     if infra is not None and engine != "sky":
         raise UsageError("--infra is an option of `bundler job sky` only.", hint=f"Leave it out of `bundler job {engine}`.", value=infra)
     chosen_infra = sky.check_infra(infra)
-    inputs = read_inputs(engine, project, image, nodes)
+    inputs = read_inputs(engine, project, image, nodes, runtime, join_timeout)
     body = sky.render(inputs, chosen_infra) if engine == "sky" else {"k8s": k8s, "slurm": slurm}[engine].render(inputs)
     record = inputs.record() | ({"infra": chosen_infra} if chosen_infra else {})
     text = jobfile.compose(engine, record, body, shebang=slurm.SHEBANG if engine == "slurm" else "")

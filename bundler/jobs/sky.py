@@ -28,6 +28,7 @@ from bundler.image import layout
 from bundler.jobs import launch
 from bundler.jobs.jobfile import yaml_text
 from bundler.jobs.launch import Token, Var
+from bundler.jobs.slurm_runtimes import RDMA_LINE
 
 # SkyPilot's names (`sky show-gpus`) for the cards of the price catalog.
 SKY_NAMES = {
@@ -184,8 +185,7 @@ def _in_run_prelude(inputs) -> list[str]:
         '  user=(--user "$(id -u):$(id -g)")',
         '  if [ "$RUNTIME" = podman ] && [ "$(id -u)" != 0 ]; then user=(--userns=keep-id); fi',
         f'  if [ "$RUNTIME" = docker ]; then {gpu_lines["docker"]}; else {gpu_lines["podman"]}; fi',
-        "  rdma=()",
-        "  if [ -d /dev/infiniband ]; then rdma=(--device /dev/infiniband --ulimit memlock=-1:-1 --cap-add IPC_LOCK); fi",
+        f"  {RDMA_LINE}",
         f"  {engine}",
         "}",
     ]

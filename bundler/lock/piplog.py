@@ -79,11 +79,21 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
 
 
 def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:
-    """When pip found no torch build, the index (a BUNDLER_INDEX_MAP mirror, say) that should serve it, named."""
-    torch = f"torch=={spec.pins['torch']}"
+    """When pip found no build of torch or of a companion the Target pins, the index that should serve it
+    (a BUNDLER_INDEX_MAP mirror, say), named."""
     said = r"(No matching distribution found for|Could not find a version that satisfies the requirement|there is no version of)"
-    if not re.search(rf"{said} {re.escape(torch)}(?![\w.+])", log) and "torch was not found in the package registry" not in log:
-        return None
+    for name, version in spec.pins.items():
+        pin = f"{name}=={version}"
+        single = f"conflicting requirements: {pin} (requirements.in)"  # pip's ResolutionImpossible with that pin alone
+        asked = re.search(rf"{said} {re.escape(pin)}(?![\w.+])", log) or f"{name} was not found in the package registry" in log
+        if asked or (_conflict_causes(log) == single):
+            lacking = _index_without(name, version, indexes)
+            if lacking is not None:
+                return lacking
+    return None
+
+
+def _index_without(name: str, version: str, indexes: list[tuple[str, str]]) -> Exception | None:
     from packaging.version import Version
 
     from bundler.lock.hashes import project_files, version_matches
@@ -91,16 +101,17 @@ def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]
 
     public, url = indexes[0]
     try:
-        files = project_files(url, "torch", host_pip_settings())
+        files = project_files(url, name, host_pip_settings())
     except ExternalError as error:
         return error
     shown = url if url == public else f"{url} (standing for {public})"
-    builds = sorted({f.filename.split("-")[1] for f in files if f.filename.endswith(".whl")}, key=Version)
-    if any(version_matches(f.filename, "torch", spec.pins["torch"]) for f in files):
+    prefix = name.replace("-", "_") + "-"
+    builds = sorted({f.filename[len(prefix) :].split("-")[0] for f in files if f.filename.endswith(".whl")}, key=Version)
+    if any(version_matches(f.filename, name, version) for f in files):
         return None  # the build is there: the failure is elsewhere (the Python, the platform, a conflict)
-    having = f"it lists torch {', '.join(builds[-6:])}" if builds else "it lists no torch at all"
+    having = f"it lists {name} {', '.join(builds[-6:])}" if builds else f"it lists no {name} at all"
     return ExternalError(
-        f"the index {shown} has no {torch}, the Target's build: {having}.",
+        f"the index {shown} has no {name}=={version}, the Target's build: {having}.",
         hint="Fill the mirror with the Target's build, or point BUNDLER_INDEX_MAP at an index that has it "
         "(the requirements are not at fault). The previous lock was not touched.",
         value=url,

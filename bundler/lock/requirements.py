@@ -24,7 +24,9 @@ every project wheel (``input_text``), so editing ``common.txt`` makes the lock s
 - a requirement whose environment marker does not hold on the Target (Linux, its
   architecture, its Python minor; ``contracts/markers.py``): dropped with a note, so two
   torch lines for x86_64 and for Darwin are one line for the Target;
-- torch or a companion: replaced by the Target's exact build;
+- torch or a companion: replaced by the Target's exact build; a companion the Target's torch
+  has no release of (torchaudio from torch 2.13) is refused here, before any resolving,
+  naming the nearest torch that has one (and, for a pin, the torch that version was made for);
 - any other requirement: passed through.
 """
 
@@ -44,6 +46,7 @@ from packaging.version import Version
 from bundler.contracts import lockformat, markers
 from bundler.errors import BundlerError, LockError, ProjectFileError
 from bundler.target.bundle import Target
+from bundler.target.table import CompatTable
 
 # ----- reading: requirements.in and its includes ---------------------------------------------
 REQUIREMENTS_IN = "requirements.in"
@@ -463,7 +466,12 @@ def line_name(line: str) -> str:
     return canonicalize_name(match.group(1)) if match else ""
 
 
-def compile_input(root: Path, companions: dict[str, str], target: Target, build, input_name: str = REQUIREMENTS_IN) -> CompiledInput:
+PAIRED = ("torchvision", "torchaudio")  # companions the table pairs with each release, or marks as having none ("")
+
+
+def compile_input(
+    root: Path, companions: dict[str, str], target: Target, build, input_name: str = REQUIREMENTS_IN, table: CompatTable | None = None
+) -> CompiledInput:
     """requirements.in (with its includes) for the Target, or the first line that cannot be locked."""
     root = Path(root).resolve()
     result, options = CompiledInput(), OptionOutcome()
@@ -486,6 +494,8 @@ def compile_input(root: Path, companions: dict[str, str], target: Target, build,
             continue
         name = canonicalize_name(requirement.name)
         _add_direct(result, name)
+        if name in PAIRED and name not in companions:
+            raise _unreleased(root, line, requirement, name, target, table)
         if name not in companions:
             result.lines.append(line.text)
             continue
@@ -500,7 +510,7 @@ def compile_input(root: Path, companions: dict[str, str], target: Target, build,
                 value=line.text,
             )
         companion_lines[name] = line
-        result.lines.append(_companion(root, line, requirement, name, companions[name], target, result.notes))
+        result.lines.append(_companion(root, line, requirement, name, companions[name], target, result.notes, table))
     if "torch" not in companion_lines:
         result.lines.insert(0, f"torch=={companions['torch']}")
         result.notes.append(f"{input_name} does not list torch; torch=={companions['torch']} is added from the Target.")
@@ -540,7 +550,42 @@ def _parse(root: Path, line: SourceLine) -> Requirement:
         ) from None
 
 
-def _companion(root: Path, line: SourceLine, requirement: Requirement, name: str, wanted: str, target: Target, notes: list) -> str:
+def _unreleased(root: Path, line: SourceLine, requirement: Requirement, name: str, target: Target, table: CompatTable | None) -> LockError:
+    """The refusal of a companion the Target's torch has no release of, with the nearest torch that has one."""
+    nearest = table.nearest_with(name, target) if table is not None else None
+    message = f"{line.where(root)}: {line.text!r} asks for {name}, and no {name} release exists for torch {target.torch} "
+    message += "(the compatibility table pairs none with it)"
+    pinned = _pinned_torch(requirement, name, table)
+    if pinned:
+        message += f"; {pinned}"
+    if nearest is not None:
+        paired = getattr(nearest, name)
+        message += f". The nearest torch with {name}: {nearest.torch} ({name} {paired})."
+        hint = f"Lock for that torch with `bundler lock --torch {nearest.torch}`, or remove {name} from {line.path.name} if the project "
+        hint += "does not need it (its code then must not import it)."
+    else:
+        message += f". No torch in the table with the Target's build ({describe(target)}) pairs {name}."
+        hint = f"Remove {name} from {line.path.name}, or choose another backend or torch with --cpu/--cuda and --torch."
+    return LockError(message, hint=hint, path=line.path, value=line.text)
+
+
+def _pinned_torch(requirement: Requirement, name: str, table: CompatTable | None) -> str:
+    """For a pin of a companion (==X.Y.Z), which torch that version was made for ("" when unpinned or unknown)."""
+    exact = [s.version for s in requirement.specifier if s.operator in ("==", "===") and "*" not in s.version]
+    torch = table.torch_for(name, exact[0].split("+")[0]) if exact and table is not None else ""
+    return f"{name} {exact[0]} was made for torch {torch}" if torch else ""
+
+
+def _companion(
+    root: Path,
+    line: SourceLine,
+    requirement: Requirement,
+    name: str,
+    wanted: str,
+    target: Target,
+    notes: list,
+    table: CompatTable | None = None,
+) -> str:
     """The Target's exact build of torch or a companion, checked against what the line asks."""
     public = Version(wanted).public
     exact = [s for s in requirement.specifier if s.operator in ("==", "===")]
@@ -552,5 +597,10 @@ def _companion(root: Path, line: SourceLine, requirement: Requirement, name: str
             value=line.text,
         )
     if any(Version(s.version.split("+")[0].rstrip(".*")) != Version(public) for s in exact):
-        notes.append(f"{line.where(root)} pins {line.text}; the Target's {name}=={wanted} is used instead (bundle.toml [target]).")
+        pinned = _pinned_torch(requirement, name, table) if name != "torch" else ""
+        notes.append(
+            f"{line.where(root)} pins {line.text}"
+            + (f" ({pinned})" if pinned else "")
+            + f"; the Target's {name}=={wanted} is used instead (bundle.toml [target])."
+        )
     return f"{name}=={wanted}"

@@ -19,6 +19,7 @@ from pathlib import Path
 from bundler import __version__
 from bundler.errors import LockError
 from bundler.fsutil import atomic_write_text
+from bundler.lock.companions import check_companions
 from bundler.lock.lint import ensure_lintless
 from bundler.lock.lockfile import LockHeader, read_lock, render_lock, target_fields
 from bundler.lock.request import requested_target
@@ -116,13 +117,20 @@ def run_lock(
         resolver=f"{resolution.resolver} {where} for {target.platform}",
     )
     text = render_lock(spec.lock_path.name, header, resolution.body)
+    pulled_in = check_companions(resolution.body, spec.build, spec.pins, Path(bundle.requirements).name, table, target)
+    if pulled_in.refusals:
+        why, route = pulled_in.refusals[0]
+        raise LockError(
+            f"the lock resolved for {target.describe()} was not written: {why}.", hint=route, path=bundle.root / bundle.requirements
+        )
     ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)
+    spec.warnings.extend(pulled_in.warnings)
     backup = None
     if state.status == "tampered":
         backup = spec.lock_path.with_name(spec.lock_path.name + ".edited")
         shutil.copy2(spec.lock_path, backup)
     atomic_write_text(spec.lock_path, text)
-    spec.notes.extend(resolution.notes)
+    spec.notes.extend(resolution.notes + pulled_in.notes)
     side = refresh_sidecar(spec, read_lock(spec.lock_path, spec.requirements_in, target), say)
     updated = target != bundle.target
     if updated:

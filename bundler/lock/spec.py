@@ -33,6 +33,7 @@ class LockSpec:
     needs_setuptools: bool
     host_mismatch: str | None
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the user should look at: the lock is written all the same
     resolver: str = "pip-tools"  # pip-tools (the default) | uv
     requirements: CompiledInput = field(default_factory=CompiledInput)  # direct names, project indexes and wheels
 
@@ -69,6 +70,7 @@ class LockSpec:
             "arch": list(build.arch),
             "pypi_cuda": build.release.pypi_cuda or None,
             "notes": self.notes,
+            "warnings": self.warnings,
             "direct": self.requirements.direct,
             "project_indexes": self.requirements.extra_indexes,
             "project_wheels": [wheel.relative for wheel in self.requirements.project_wheels],
@@ -86,7 +88,7 @@ def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None, 
     table = table or load_table()
     build = table.build_for(target)  # TargetError names the valid choices
     companions = build.companions()
-    requirements = compile_input(bundle.root, companions, target, build, bundle.requirements)
+    requirements = compile_input(bundle.root, companions, target, build, bundle.requirements, table)
     compiled, notes = requirements.lines, requirements.notes
     text = input_text(bundle.root, bundle.requirements) or ""  # compile_input has read it
     pins = {name: version for name, version in companions.items() if name == "torch" or any(line_name(line) == name for line in compiled)}

@@ -24,6 +24,7 @@ so a typo never passes silently)::
     lock = "requirements-rebuild.txt"
     requirements = "requirements.in"       # the lock's input: an adopted project's own requirements file
     size_budget_mb = 3000
+    system_packages = ["libgl1"]           # Debian packages in the dependency image (plus apt.txt's, when present)
 
     [[extensions]]                         # zero or more
     name = "flash-attn"                    # distribution name
@@ -48,6 +49,7 @@ from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import ProjectFileError, UsageError
 from bundler.fsutil import read_toml
 from bundler.target.fabric import FABRICS
+from bundler.target.syspackages import declared_packages
 from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
 
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
@@ -97,6 +99,7 @@ class Bundle:
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
     inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
     fabric: str = ""  # [target] fabric: the network between nodes (target/fabric.py); "" when bundle.toml does not say
+    system_packages: tuple[str, ...] = ()  # Debian package names: [build] system_packages, then apt.txt's
 
     @property
     def path(self) -> Path:
@@ -229,6 +232,7 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         ),
         inputs=_inputs(root, path, data.get("inputs", {})),
         fabric=_fabric(path, target_data.get("fabric", "")),
+        system_packages=declared_packages(root, path, build.get("system_packages", [])),
     )
 
 

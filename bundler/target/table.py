@@ -181,6 +181,45 @@ class CompatTable:
         """Every version of a backend some release builds for a platform."""
         return sorted({v for r in self.releases.values() for v in r.builds(backend, platform)}, key=version_key)
 
+    def nearest_with(self, companion: str, target) -> Release | None:
+        """The release nearest the Target's torch that pairs ``companion`` and has the Target's build, Python and platform."""
+        having = [
+            v
+            for v in self.torch_versions()
+            if getattr(self.releases[v], companion.replace("-", "_"), "")
+            and self.releases[v].has_build(target.backend, target.accelerator, target.platform)
+            and target.python in self.releases[v].python
+        ]
+        if not having:
+            return None
+        wanted = version_key(target.torch)
+        return self.releases[min(having, key=lambda v: _distance(version_key(v), wanted))]
+
+    def torch_for(self, companion: str, version: str) -> str:
+        """The torch release a companion's version was made for ("" when neither the table nor PyTorch's numbering says).
+
+        The table's rows first; before them, PyTorch's numbering: torchaudio 0.N.p went with
+        torch 1.N.p (2.0-2.10 follow torch itself), torchvision 0.N.p with torch 1.(N-1).p up
+        to 0.14, and 0.15.p with torch 2.0.p."""
+        field_name = companion.replace("-", "_")
+        for release in self.releases.values():
+            paired = getattr(release, field_name, "")
+            if paired and RELEASE_RE.match(paired) and version_key(paired) == version_key(version):
+                return release.torch
+        parts = version_key(version) if RELEASE_RE.match(version) else ()
+        if len(parts) != 3:
+            return ""
+        major, minor, patch = parts
+        if companion == "torchaudio" and major == 0 and 6 <= minor <= 13:
+            return f"1.{minor}.{patch}"
+        if companion == "torchaudio" and major == 2 and minor <= 10:
+            return version
+        if companion == "torchvision" and major == 0 and 7 <= minor <= 14:
+            return f"1.{minor - 1}.{patch}"
+        if companion == "torchvision" and (major, minor) == (0, 15):
+            return f"2.0.{patch}"
+        return ""
+
     def build_for(self, target) -> TorchBuild:
         """The Build for a Target; TargetError naming the valid choices when none exists."""
         release = self.release(target.torch)
@@ -300,6 +339,11 @@ def _nearest_version(versions: list[str], wanted: str) -> str:
     ordered = sorted(versions, key=version_key)
     above = [v for v in ordered if version_key(v) >= version_key(wanted)]
     return above[0] if above else ordered[-1]
+
+
+def _distance(release: tuple[int, ...], wanted: tuple[int, ...]) -> tuple[int, ...]:
+    """How far a release is from ``wanted``: minor releases apart, an older one first, then its latest patch."""
+    return (abs(release[0] - wanted[0]), abs(release[1] - wanted[1]), int(release > wanted), -release[2])
 
 
 def _pypi_name(build: str) -> str:

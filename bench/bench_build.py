@@ -18,11 +18,12 @@ with the wheels, then `pip install -r`) are built on the same base from the same
 
 Prints figures and ratios; never pass/fail. Removes every image, file and registry it made.
 
-    python bench/bench_build.py [--example cpu|cuda|both] [--base IMAGE] [--rebuild-only]
+    python bench/bench_build.py [--example cpu|cuda|both] [--base IMAGE] [--rebuild-only [--compare OTHER_CHECKOUT]]
 
 ``--rebuild-only`` measures the code-only rebuild alone, side by side: the whole `bundler
 build` process as the user runs it, the same rebuild inside this process, and the engine's
-own share of it (the build of the same project layers).
+own share of it (the build of the same project layers); ``--compare`` times another
+checkout's `bundler build` process in turn with this one's, on the same project and load.
 """
 
 from __future__ import annotations
@@ -184,21 +185,25 @@ def twin_of(project: Path, work: Path) -> Path:
     return twin
 
 
-def process_rebuilds(project: Path, base: str, repeat: int) -> list[float]:
-    """Wall seconds of the whole `bundler build` process after a code-only change, as the user runs it."""
-    seconds = []
+def process_rebuilds(project: Path, base: str, repeat: int, trees: tuple[Path, ...] = ()) -> list[list[float]]:
+    """Wall seconds of the whole `bundler build` process after a code-only change, as the user runs it:
+    one list per tree (this checkout's bundler first, then each of ``trees``, in turn, under the same load)."""
+    roots = (Path(__file__).parents[1], *trees)
+    seconds: list[list[float]] = [[] for _ in roots]
     for turn in range(repeat):
-        change_code(project, f"process-{turn}")
-        argv = [sys.executable, "-m", "bundler", "build", str(project), "--base", base, "--tag", "bench/bundler:warm"]
-        done, took = timed(subprocess.run, argv, capture_output=True, text=True, cwd=Path(__file__).parents[1])
-        if done.returncode != 0:
-            raise SystemExit(f"bundler build failed: {done.stderr[-2000:]}")
-        seconds.append(took)
+        for index, root in enumerate(roots):
+            change_code(project, f"process-{turn}-{index}")
+            argv = [sys.executable, "-m", "bundler", "build", str(project), "--base", base, "--tag", "bench/bundler:warm"]
+            done, took = timed(subprocess.run, argv, capture_output=True, text=True, cwd=root)  # cwd's bundler is the one run
+            if done.returncode != 0:
+                raise SystemExit(f"bundler build ({root}) failed: {done.stderr[-2000:]}")
+            seconds[index].append(took)
     return seconds
 
 
-def measure_rebuild(kind: str, base: str, work: Path, repeat: int) -> None:
-    """The code-only rebuild only: process wall time against the engine's own build time for the same layers."""
+def measure_rebuild(kind: str, base: str, work: Path, repeat: int, compare: tuple[Path, ...] = ()) -> None:
+    """The code-only rebuild only: process wall time against the engine's own build time for the same layers
+    (and the process of each ``compare`` tree, another checkout of bundler, in turn with this one's)."""
     from bundler.image import build as builder
     from bundler.target.bundle import load_bundle
 
@@ -210,17 +215,24 @@ def measure_rebuild(kind: str, base: str, work: Path, repeat: int) -> None:
     for turn in range(repeat):
         change_code(project, f"warm-{turn}")
         in_process.append((timed(builder.run_build, load_bundle(project), base=base, tag="bench/bundler:warm")[1], clock.take()))
-    whole = process_rebuilds(project, base, repeat)
+    whole, *others = process_rebuilds(project, base, repeat, compare)
     engine_share = statistics.median(e for _, e in in_process)
     print(f"\n== {kind}: code-only rebuild, dependency image {first.built.deps.reference} (reused: {first.built.deps.reused}) ==")
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
     print("whole `bundler build` process  " + " ".join(f"{s:.2f}" for s in whole) + f"  median {statistics.median(whole):.2f} s")
+    for tree, seconds in zip(compare, others, strict=True):
+        print(
+            f"  the same, bundler of {tree}  "
+            + " ".join(f"{s:.2f}" for s in seconds)
+            + f"  median {statistics.median(seconds):.2f} s = {statistics.median(seconds) / engine_share:.2f}x the engine"
+        )
     print(
         "in this process                "
         + " ".join(f"{s:.2f}" for s, _ in in_process)
         + f"  median {statistics.median(s for s, _ in in_process):.2f} s"
     )
     print("the engine's build of the layers " + " ".join(f"{e:.2f}" for _, e in in_process) + f"  median {engine_share:.2f} s")
-    print(f"process / engine {statistics.median(whole) / engine_share:.2f}x (target <= 2)")
+    print(f"process / engine {statistics.median(whole) / engine_share:.2f}x (target <= 2); load average after: {os.getloadavg()[0]:.1f}")
     import docker
 
     remove(docker.from_env(timeout=600), "bench/bundler:warm", first.built.deps.reference)
@@ -262,7 +274,7 @@ def measure(kind: str, base: str, work: Path, repeat: int) -> None:
     for turn in range(3):
         change_code(project, f"warm-{turn}")
         in_process.append((timed(builder.run_build, load_bundle(project), base=base, tag="bench/bundler:warm")[1], clock.take()))
-    whole = process_rebuilds(project, base, 5)
+    whole = process_rebuilds(project, base, 5)[0]
     change_code(naive.folder, "1")
     naive_warm, naive_warm_s = naive.build(client, "bench/naive:warm", cold=False)
     twin = twin_of(project, work)
@@ -337,12 +349,13 @@ def main() -> None:
     parser.add_argument("--base", default="bundler-test/bookworm-python3.11:1")
     parser.add_argument("--repeat", type=int, default=0, help="cold builds of each, in turn (default: 3 for cpu, 2 for cuda; at least 2)")
     parser.add_argument("--rebuild-only", action="store_true", help="only the code-only rebuild: process, in-process and engine time")
+    parser.add_argument("--compare", type=Path, action="append", default=[], help="with --rebuild-only: another checkout, timed in turn")
     args = parser.parse_args()
     if args.rebuild_only:
         for kind in ("cpu", "cuda") if args.example == "both" else (args.example,):
             work = Path(tempfile.mkdtemp(prefix=f"bench-rebuild-{kind}-"))
             try:
-                measure_rebuild(kind, args.base, work, max(5, args.repeat))
+                measure_rebuild(kind, args.base, work, max(5, args.repeat), tuple(args.compare))
             finally:
                 shutil.rmtree(work, ignore_errors=True)
         return

@@ -38,7 +38,11 @@ def source_archive(folder: Path, name: str, version: str, extra: dict[str, str] 
         f"{stem}/PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
         **{f"{stem}/{path}": text for path, text in (extra or {}).items()},
     }
-    path = Path(folder) / f"{stem}.tar.gz"
+    return write_archive(Path(folder) / f"{stem}.tar.gz", contents).name
+
+
+def write_archive(path: Path, contents: dict[str, str]) -> Path:
+    """A .tar.gz of ``contents`` (member name -> text) with fixed times: the same bytes on every run."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as archive:
         for arcname, text in sorted(contents.items()):
@@ -47,7 +51,7 @@ def source_archive(folder: Path, name: str, version: str, extra: dict[str, str] 
             info.size, info.mtime, info.mode = len(data), EPOCH, 0o644
             archive.addfile(info, io.BytesIO(data))
     path.write_bytes(buffer.getvalue())
-    return path.name
+    return path
 
 
 def project_wheel(folder: Path, name: str, version: str, body: str) -> Path:
@@ -60,3 +64,11 @@ def project_wheel(folder: Path, name: str, version: str, body: str) -> Path:
 def cpu_project(root: Path, requirements: str, base_image: str | None = None) -> Path:
     """A CPU project for torch 2.9.1 (the fake index's) with ``requirements``."""
     return make_project(root, requirements, base_image=base_image)
+
+
+def torch213_project(root: Path, requirements: str, base_image: str) -> Path:
+    """A CPU project for the real torch 2.13.0 (the CPU wheel the image tests install) with ``requirements``."""
+    project = cpu_project(root, requirements, base_image=base_image)
+    toml = project / "bundle.toml"
+    toml.write_text(toml.read_text().replace('torch = "2.9.1"', 'torch = "2.13.0"'))
+    return project

@@ -127,26 +127,40 @@ def test_a_code_change_rebuilds_one_layer_and_a_second_project_reuses_the_checke
             remove_tag(on.engine, before["image_id"])  # replaced by the rebuild: left untagged
 
 
-def test_a_second_push_after_a_code_change_sends_one_layer(fake_project, docker_engine, debian_python_image, tmp_path):
-    project = fake_project("cuda")
-    tag = "bundler-test/fake-push:1"
+def registry_blobs(folder: Path) -> set[str]:
+    """The blobs a registry of tests/registry.py holds (layers, configs, manifests), by digest."""
+    return {path.parent.name for path in (folder / "storage").rglob("blobs/sha256/*/*/data")}
+
+
+def test_a_second_push_after_a_code_change_sends_one_layer(fake_project, any_engine, tmp_path):
+    """On Docker and on Podman (which is told to reach a loopback registry over plain HTTP, as Docker does by itself)."""
+    project, on = fake_project("cuda"), any_engine
+    tag = f"bundler-test/fake-push-{on.name}:1"
+    data: dict = {}
     with running_registry(tmp_path / "registry") as address:
-        reference = f"{address}/team/push:1"
+        reference = f"{address}/team/pilot:1"  # not .../push: Podman's service routes /images/NAME/push on the first "/push"
         try:
-            first, data = build(project, "--base", debian_python_image, "--tag", tag, "--push", reference, env=fake_project.env)
+            first, data = build(project, "--base", on.base, "--tag", tag, "--push", reference, env=fake_project.env, engine=on)
             assert first.returncode == 0, first.stderr[-3000:]
-            fake_project.built(data)
-            assert (data["push"]["layers_sent"], data["push"]["layers_present"]) == (6, 0)
+            fake_project.built(data, on)
+            received = registry_blobs(tmp_path / "registry")
+            assert len(received) == 8  # six layers, the image's config, its manifest
             model = next((project / "src").rglob("model.py"))
             model.write_text(model.read_text() + "\n# a code-only change\n")
-            second, again = build(project, "--base", debian_python_image, "--tag", tag, "--push", reference, env=fake_project.env)
+            second, again = build(project, "--base", on.base, "--tag", tag, "--push", reference, env=fake_project.env, engine=on)
             assert second.returncode == 0, second.stderr[-3000:]
-            assert (again["push"]["layers_sent"], again["push"]["layers_present"]) == (1, 5)
-            assert 0 < again["push"]["bytes_sent"] < data["push"]["bytes_sent"] / 100
+            assert len(registry_blobs(tmp_path / "registry") - received) == 3  # the code layer, a config, a manifest
+            assert again["push"]["digest"].startswith("sha256:") and again["push"]["digest"] != data["push"]["digest"]
+            if on.name == "docker":  # Podman's service reports no layer of a push, only its digest
+                assert (data["push"]["layers_sent"], data["push"]["layers_present"]) == (6, 0)
+                assert (again["push"]["layers_sent"], again["push"]["layers_present"]) == (1, 5)
+                assert 0 < again["push"]["bytes_sent"] < data["push"]["bytes_sent"] / 100
+            assert on.engine.pull(reference).id == again["image_id"]  # what the registry holds is the image built
         finally:
-            remove_tag(docker_engine, reference)
-            remove_tag(docker_engine, tag)
-            remove_tag(docker_engine, data["image_id"])  # replaced by the rebuild: left untagged
+            remove_tag(on.engine, reference)
+            remove_tag(on.engine, tag)
+            if data.get("image_id"):
+                remove_tag(on.engine, data["image_id"])  # replaced by the rebuild: left untagged
 
 
 def test_a_tampered_cached_wheel_fails_the_build_naming_it(fake_project, docker_engine, debian_python_image):

@@ -106,3 +106,34 @@ def test_project_context_holds_full_image_paths_with_a_timed_entry_for_every_fol
     assert {member.mtime for member in members} == {946684800} and {(m.uid, m.gid) for m in members} == {(0, 0)}
     entry = next(member for member in members if member.name == "bundle/opt/bundle/entrypoint.sh")
     assert entry.mode == 0o755
+
+
+def test_dockerignore_globs_agree_with_docker_py_and_folders_cover_what_is_under_them():
+    """docker-py's glob translation is the oracle; the folder rule is the Docker CLI's own (a pattern
+    matching any folder above a path matches the path: ``a/**/b`` leaves out ``a/b/c``)."""
+    import random
+
+    from docker.utils.build import PatternMatcher
+
+    from bundler.engine.dockerignore import matcher
+
+    def docker_cli(patterns: list[str], path: str) -> bool:
+        parts = path.split("/")
+        parents = ["/".join(parts[:end]) for end in range(1, len(parts))]
+        matched = False
+        for pattern in PatternMatcher(patterns).patterns:
+            if pattern.exclusion == matched and (pattern.match(path) or any(pattern.match(parent) for parent in parents)):
+                matched = not pattern.exclusion
+        return matched
+
+    patterns = ["*.log", "**/*.log", "data/*/raw", "runs", "runs/", "/runs", "./src/**", "**", "a/**/b", "!keep.log", "!a/**/b/c"]
+    patterns += ["src/*.py", "?.txt", "[ab].txt", "[!ab].txt", "**/__pycache__", "**/*.py[cod]", ".venv", "x/y", "x/**", "*/z"]
+    patterns += ["!x/y/keep", "**/c", "a/**", "!a/b/keep.txt", "dir/**/", "**/x/**/y", "!*.txt", "sub/*"]
+    paths = ["a.log", "sub/a.log", "sub/deeper/a.log", "data/x/raw/f", "data/x/y/raw", "runs/t/s.json", "runs", "src/a.py", "src/p/q.py"]
+    paths += ["a/b", "a/x/b", "a/x/y/b/c", "a/b/c", "keep.log", "x.txt", "a.txt", "c.txt", "ab.txt", "pkg/__pycache__/m.pyc", "m.pyc"]
+    paths += ["m.pyx", ".venv/bin/py", "x/y/keep", "x/y/other", "q/z", "axb", "c", "d/c", "a/b/keep.txt", "dir/e/f", "m/x/n/y/o"]
+    chosen_lists = [random.Random(seed).sample(patterns, 1 + seed % 4) for seed in range(600)]
+    differing = [(c, p) for c in chosen_lists for p in paths if matcher(c)(p) != docker_cli(c, p)]
+    assert differing == []
+    assert is_ignored(["a/**/b"], "a/b/c") and not is_ignored(["a/**/b", "!a/b/c"], "a/b/c")
+    assert is_ignored(["a\\*b"], "a*b") and not is_ignored(["a\\*b"], "axb")

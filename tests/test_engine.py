@@ -11,7 +11,7 @@ import tarfile
 
 import pytest
 
-from bundler.engine import choose
+from bundler.engine import choose, connect
 from bundler.engine.podman import ROOT_SOCKET
 from bundler.errors import UsageError
 from bundler.image.checks import PROGRAMS, Check, programs_archive
@@ -74,3 +74,58 @@ def test_the_shipped_archive_runs_with_python_m_and_no_bundler_on_the_path(tmp_p
     assert done.returncode == 1, done.stderr
     results = json.loads(done.stdout.splitlines()[-1])
     assert [(r["name"], r["ok"], r["finding"]) for r in results] == [("passes", True, {"fine": 1}), ("fails", False, {"broken": 2})]
+
+
+def test_an_engine_over_ssh_is_exit_7_saying_how_to_forward_its_socket(monkeypatch):
+    from bundler.errors import EngineError
+
+    monkeypatch.setenv("DOCKER_HOST", "ssh://builder@gpu-box")
+    monkeypatch.delenv("CONTAINER_HOST", raising=False)
+    with pytest.raises(EngineError) as refused:
+        connect()
+    assert refused.value.exit_code == 7 and "ssh -NL /tmp/engine.sock:/var/run/docker.sock" in refused.value.message
+
+
+def test_a_socket_that_answers_nothing_is_exit_7_naming_it(tmp_path, monkeypatch):
+    import socket
+
+    from bundler.errors import EngineError
+
+    path = tmp_path / "dead.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))  # bound, never listening: the connection is refused
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    monkeypatch.delenv("CONTAINER_HOST", raising=False)
+    try:
+        with pytest.raises(EngineError) as refused:
+            connect()
+    finally:
+        listener.close()
+    assert str(path) in refused.value.message and "cannot reach the engine" in refused.value.message
+
+
+def test_a_push_sends_the_credentials_docker_login_stored(tmp_path):
+    import base64
+
+    from bundler.engine.dockerapi import NO_AUTH, registry_auth
+
+    config = tmp_path / "config.json"
+    stored = base64.b64encode(b"team:s3cret").decode()
+    config.write_text(json.dumps({"auths": {"registry.example.com:5000": {"auth": stored}}}))
+    header = json.loads(base64.urlsafe_b64decode(registry_auth("registry.example.com:5000/team/pilot", str(config))))
+    assert header == {"username": "team", "password": "s3cret", "serveraddress": "registry.example.com:5000"}
+    assert registry_auth("other.example.com/team/pilot", str(config)) == NO_AUTH
+    assert registry_auth("team/pilot", str(tmp_path / "absent.json")) == NO_AUTH
+
+
+def test_a_tcp_engine_speaks_tls_as_the_docker_cli_is_told_to(tmp_path):
+    import ssl
+
+    from bundler.engine.wire import Endpoint
+
+    plain = Endpoint.parse("tcp://10.0.0.2:2375", {})
+    assert (plain.host, plain.port, plain.tls) == ("10.0.0.2", 2375, None)
+    verified = Endpoint.parse("tcp://gpu-box:2376", {"DOCKER_TLS_VERIFY": "1", "DOCKER_CERT_PATH": str(tmp_path)})
+    assert verified.tls is not None and verified.tls.verify_mode == ssl.CERT_REQUIRED and verified.tls.check_hostname
+    unverified = Endpoint.parse("tcp://gpu-box", {"DOCKER_CERT_PATH": str(tmp_path)})
+    assert unverified.port == 2376 and unverified.tls is not None and unverified.tls.verify_mode == ssl.CERT_NONE

@@ -23,7 +23,7 @@ from bundler.lock.sources import source_builds, target_tags
 from bundler.target.bundle import Target, load_bundle
 from tests.build_support import build_fresh
 from tests.conftest import run_cli
-from tests.deps_support import cpu_project, source_archive
+from tests.deps_support import cpu_project, source_archive, torch213_project
 from tests.dockerfile_support import hadolint, keywords, label_pairs, shell_commands, stages
 from tests.fakeindex import _page, _wheel, real_torch_index
 
@@ -150,9 +150,7 @@ def built(tmp_path_factory, docker_client, docker_engine, debian_python_image, c
         "BUNDLER_CACHE_DIR": str(root / "cache"),
         "BUNDLER_WHEELHOUSE_ROUTE": "context",  # a remote engine's route: its install stage is thrown away
     }
-    project = cpu_project(root / "p", "torch==2.13.0\npathtools==0.1.2\n", base_image=debian_python_image)
-    toml = project / "bundle.toml"
-    toml.write_text(toml.read_text().replace('torch = "2.9.1"', 'torch = "2.13.0"'))
+    project = torch213_project(root / "p", "torch==2.13.0\npathtools==0.1.2\n", debian_python_image)
     locked = run_cli("lock", str(project), "--cpu", "--json", env=env)
     assert locked.returncode == 0, locked.stderr[-2000:]
     (root / "sidecar-after-lock.json").write_bytes((project / "requirements-rebuild.json").read_bytes())

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent
 REPOSITORY = PACKAGE.parent.parent
 TEMPLATE_PACKAGE = "template/{{cookiecutter.project_slug}}/src/{{cookiecutter.package_name}}"
 COPIES = {
-    "diagnostics/bdiag/contracts": ("lockformat", "oneline", "markers", "buildtag"),
+    "diagnostics/bdiag/contracts": ("lockformat", "oneline", "markers", "buildtag", "bundleschema", "planschema"),
     f"{TEMPLATE_PACKAGE}/evidence/contracts": ("runid", "pilotconfig"),
 }
 INIT = '"""Copies of bundler\'s contracts (bundler/contracts/ in bundler\'s repository): generated, do not edit."""\n'

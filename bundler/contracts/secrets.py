@@ -13,7 +13,7 @@ Standard library only.
 from __future__ import annotations
 
 import re
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from pathlib import Path
 
 # Each pattern is matched against one path part, or "a/b" against two consecutive parts.
@@ -111,11 +111,19 @@ SECRET_SAMPLES = (
 )
 
 
-def _part_matches(parts: list[str], pattern: str) -> bool:
-    wanted = pattern.split("/")
-    if len(parts) < len(wanted):
-        return False
-    return all(fnmatchcase(part, glob) for part, glob in zip(parts[-len(wanted) :], wanted, strict=True))
+# compiled once: every file of a context is asked about (fnmatchcase per pattern and part cost a rebuild ~0.04 s)
+_ONE_PART = re.compile("|".join(translate(pattern) for pattern in SECRET_PATTERNS if "/" not in pattern))
+_PARTS = tuple(tuple(re.compile(translate(glob)) for glob in pattern.split("/")) for pattern in SECRET_PATTERNS if "/" in pattern)
+
+
+def _prefix_matches(parts: list[str]) -> bool:
+    """Whether the last part of ``parts``, or its last few parts, match a pattern."""
+    if _ONE_PART.match(parts[-1]):
+        return True
+    return any(
+        len(parts) >= len(globs) and all(glob.match(part) for part, glob in zip(parts[-len(globs) :], globs, strict=True))
+        for globs in _PARTS
+    )
 
 
 def is_secret_path(relative: str) -> bool:
@@ -125,7 +133,7 @@ def is_secret_path(relative: str) -> bool:
         prefix = parts[:end]
         if prefix[-1] in NOT_SECRET:
             continue
-        if any(_part_matches(prefix, pattern) for pattern in SECRET_PATTERNS):
+        if _prefix_matches(prefix):
             return True
     return False
 

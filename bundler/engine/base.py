@@ -226,10 +226,6 @@ class Engine(ABC):
         ``follow`` gets the output as it comes. StartFailed when it cannot start."""
 
     @abstractmethod
-    def read_files(self, image: str, paths: Sequence[str]) -> dict[str, dict[str, tuple[int, bytes]]]:
-        """{path: {name below it: (mode, bytes)}} of regular files, read from a created (never started) container."""
-
-    @abstractmethod
     def container_images(self) -> set[str]:
         """The IDs of images any container (running or not) uses."""
 

@@ -1,23 +1,28 @@
-"""Docker: the Engine interface over the Docker Engine API, through the Docker SDK (docker-py).
+"""Docker: the Engine interface over the Docker Engine API (wire.py carries the requests).
 
-The only module, with podman.py and dockerignore.py, that imports the SDK. The SDK's
-objects and errors stay here: callers get engine/base.py's dataclasses and
-``EngineFailure``. docker-py lets some of requests' errors (a refused connection, a read
-timeout) through unwrapped; they are engine failures too.
+What each of bundler's questions is in the Engine API, and the engine's answers read into
+engine/base.py's dataclasses; a refusal is ``EngineFailure`` with the engine's own words
+(``ImageMissing`` for an image that is not there). Podman's compatible service answers
+the same requests (podman.py says where it differs).
 """
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 import os
 import re
+import subprocess
 import tarfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
+from bundler.engine import wire
 from bundler.engine.base import (
     BuildFailed,
+    Devices,
     Engine,
     EngineFailure,
     EngineHost,
@@ -34,6 +39,9 @@ from bundler.engine.base import (
 
 DEFAULT_ADDRESS = "unix:///var/run/docker.sock"
 _BUILT = re.compile(r"Successfully built ([0-9a-f]{12,64})")
+_PUSHED = re.compile(r"digest: (sha256:[0-9a-f]{64})")
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+NO_AUTH = base64.urlsafe_b64encode(b"{}").decode()  # Docker refuses a push without the header
 
 
 def _sha(identifier: str) -> str:
@@ -43,51 +51,47 @@ def _sha(identifier: str) -> str:
     return f"sha256:{identifier}"
 
 
+def memory_bytes(text: str) -> int:
+    """'8g' -> bytes, as `docker run --shm-size` reads it; ValueError otherwise."""
+    found = re.fullmatch(r"\s*([0-9]+)\s*([bkmg]?)b?\s*", text.lower())
+    if found is None:
+        raise ValueError(f"{text!r} is not a size (like 8g or 512m)")
+    return int(found.group(1)) * _UNITS[found.group(2)]
+
+
 class DockerEngine(Engine):
     name = "docker"
     label = "Docker"
 
-    def __init__(self, address: str, *, timeout: int, client: Any = None) -> None:
+    def __init__(self, address: str, *, timeout: int) -> None:
         super().__init__(address)
-        self._client = client if client is not None else self._connect(address, timeout)
-
-    def _connect(self, address: str, timeout: int) -> Any:
-        import docker
-
-        try:
-            if os.environ.get("DOCKER_HOST", "") == address or address == DEFAULT_ADDRESS and not os.environ.get("DOCKER_HOST"):
-                return docker.from_env(timeout=timeout)  # DOCKER_TLS_VERIFY and DOCKER_CERT_PATH count too
-            return docker.DockerClient(base_url=address, timeout=timeout)
-        except docker.errors.DockerException as error:
-            raise EngineFailure(_words(error), engine=self.label) from None
+        with self._calls():
+            self._api = wire.Api(address, timeout)
+            self._api.ping()
 
     # ----- errors --------------------------------------------------------------------------
     @contextmanager
-    def _calls(self) -> Iterator[None]:
-        """Every SDK call inside: the SDK's and requests' errors become EngineFailure."""
-        import docker.errors
-        from requests.exceptions import RequestException
-
+    def _calls(self, missing: type[EngineFailure] = ImageMissing) -> Iterator[None]:
+        """Every request inside: the wire's errors become EngineFailure (``missing`` for a 404)."""
         try:
             yield
-        except docker.errors.ImageNotFound as error:
-            raise ImageMissing(_words(error), engine=self.label) from None
-        except (docker.errors.DockerException, RequestException) as error:
-            raise EngineFailure(_words(error), engine=self.label) from None
+        except wire.WireError as error:
+            kind = missing if error.status == 404 else EngineFailure
+            raise kind(error.message[:500], engine=self.label) from None
 
     # ----- the engine ----------------------------------------------------------------------
     def ping(self) -> None:
         with self._calls():
-            self._client.ping()
+            self._api.ping()
 
     def version(self) -> EngineVersion:
         with self._calls():
-            answer = self._client.version()
+            answer = self._api.call("GET", "/version") or {}
         return EngineVersion(self.name, str(answer.get("Version", "")))
 
     def host(self) -> EngineHost:
         with self._calls():
-            info = self._client.info()
+            info = self._api.call("GET", "/info") or {}
         rootless = any("rootless" in str(option) for option in info.get("SecurityOptions") or [])
         return EngineHost(str(info.get("Name", "")), str(info.get("OperatingSystem", "")), rootless)
 
@@ -105,11 +109,16 @@ class DockerEngine(Engine):
         source_date: int | None = None,
     ) -> str:
         image_id, log = "", list[str]()
-        options = {"labels": dict(labels or {}), "buildargs": dict(buildargs or {}), "nocache": no_cache, "network_mode": network_mode}
-        with self._calls():
-            for event in self._build_events(context, tag, source_date, options):
+        query = self._build_query(tag, network_mode, dict(labels or {}), dict(buildargs or {}), no_cache, source_date)
+        with (
+            self._calls(),
+            self._api.open(
+                "POST", wire.Api.path("/build", **query), body=context, content_type="application/x-tar", timeout=None
+            ) as answer,
+        ):
+            for event in answer.events():
                 if "error" in event or "errorDetail" in event:
-                    message = (event.get("error") or event["errorDetail"].get("message", "")).strip()
+                    message = str(event.get("error") or (event.get("errorDetail") or {}).get("message", "")).strip()
                     raise BuildFailed(message, log=log, engine=self.label)
                 for line in str(event.get("stream", "")).rstrip("\n").splitlines():
                     if line.strip():
@@ -120,26 +129,29 @@ class DockerEngine(Engine):
                         image_id = found.group(1)
                 aux = event.get("aux") or {}
                 if isinstance(aux, dict) and aux.get("ID"):
-                    image_id = aux["ID"]
-            if not image_id:
-                raise BuildFailed("the build finished without an image ID", log=log, engine=self.label)
-            return str(self._client.images.get(image_id).id)
+                    image_id = str(aux["ID"])
+        if not image_id:
+            raise BuildFailed("the build finished without an image ID", log=log, engine=self.label)
+        built = self.image(image_id)
+        if built is None:
+            raise BuildFailed(f"the built image {image_id} is not on the engine", log=log, engine=self.label)
+        return built.id
 
-    def _build_events(self, context: BinaryIO, tag: str | None, source_date: int | None, options: dict[str, Any]) -> Iterator[dict]:
-        """The build's JSON events (``source_date`` is not Docker's to honour)."""
-        return self._client.api.build(
-            fileobj=context, custom_context=True, rm=True, forcerm=True, pull=False, decode=True, tag=tag, **options
-        )
+    def _build_query(
+        self, tag: str | None, network_mode: str | None, labels: dict, buildargs: dict, no_cache: bool, source_date: int | None
+    ) -> dict[str, object]:
+        """The build's query (``source_date`` is not Docker's classic builder's to honour)."""
+        query: dict[str, object] = {"t": tag, "rm": True, "forcerm": True, "pull": False, "nocache": no_cache, "networkmode": network_mode}
+        return query | {"labels": json.dumps(labels), "buildargs": json.dumps(buildargs)}
 
     # ----- images --------------------------------------------------------------------------
-    def _image(self, raw: Any) -> Image:
-        attrs = raw.attrs
+    def _image(self, attrs: Mapping[str, Any]) -> Image:
         config = attrs.get("Config") or {}
         env = dict(item.split("=", 1) for item in config.get("Env") or [] if "=" in item)
         entrypoint = config.get("Entrypoint")
         return Image(
-            id=_sha(str(raw.id)),
-            tags=tuple(self._tag_name(tag) for tag in raw.tags or []),
+            id=_sha(str(attrs.get("Id") or "")),
+            tags=tuple(self._tag_name(tag) for tag in attrs.get("RepoTags") or [] if tag != "<none>:<none>"),
             labels=dict(config.get("Labels") or {}),
             digests=tuple(attrs.get("RepoDigests") or []),
             size=int(attrs.get("Size") or 0),
@@ -158,29 +170,40 @@ class DockerEngine(Engine):
     def image(self, reference: str) -> Image | None:
         try:
             with self._calls():
-                return self._image(self._client.images.get(reference))
+                return self._image(self._api.call("GET", wire.Api.path("/images/{}/json", reference)) or {})
         except ImageMissing:
             return None
 
     def images(self, *, all: bool = False, name: str | None = None) -> list[Image]:
+        filters = json.dumps({"reference": [name]}) if name else None
         with self._calls():
-            return [self._image(raw) for raw in self._client.images.list(name=name, all=all)]
+            listed = self._api.call("GET", wire.Api.path("/images/json", all=all, filters=filters)) or []
+        found = (self.image(str(entry.get("Id") or "")) for entry in listed)
+        return [image for image in found if image is not None]  # one removed meanwhile is left out
 
     def pull(self, reference: str) -> Image:
-        with self._calls():
-            return self._image(self._client.images.pull(reference))
+        repository, tag = _split_reference(reference)
+        query = {"fromImage": repository, "tag": tag, **self._registry_query(repository)}
+        with self._calls(), self._api.open("POST", wire.Api.path("/images/create", **query), timeout=None) as answer:
+            for event in answer.events():
+                if event.get("error") or event.get("errorDetail"):
+                    raise EngineFailure(str(event.get("error") or event["errorDetail"].get("message", "")), engine=self.label)
+        pulled = self.image(reference)
+        if pulled is None:
+            raise ImageMissing(f"{reference} is not on the engine after its pull", engine=self.label)
+        return pulled
 
     def tag(self, image: str, repository: str, tag: str) -> None:
         with self._calls():
-            self._client.api.tag(image, repository, tag, force=True)
+            self._api.call("POST", wire.Api.path("/images/{}/tag", image, repo=repository, tag=tag, force=True))
 
     def remove_image(self, reference: str, *, force: bool = False, prune: bool = True) -> None:
         with self._calls():
-            self._client.api.remove_image(reference, force=force, noprune=not prune)
+            self._api.call("DELETE", wire.Api.path("/images/{}", reference, force=force, noprune=not prune))
 
     def history(self, image: str) -> list[HistoryEntry]:
         with self._calls():
-            entries = self._client.api.history(image)
+            entries = self._api.call("GET", wire.Api.path("/images/{}/history", image)) or []
         return [
             HistoryEntry(_sha(str(entry.get("Id") or "<missing>")), str(entry.get("CreatedBy") or ""), int(entry.get("Size") or 0))
             for entry in entries
@@ -188,132 +211,203 @@ class DockerEngine(Engine):
 
     def unique_sizes(self) -> dict[str, int]:
         with self._calls():
-            listed = self._client.api.df().get("Images") or []
+            listed = (self._api.call("GET", "/system/df") or {}).get("Images") or []
         return {_sha(str(entry["Id"])): int(entry.get("Size", 0)) - max(int(entry.get("SharedSize", 0)), 0) for entry in listed}
 
     def save(self, reference: str, chunk_size: int) -> Iterator[bytes]:
-        with self._calls():
-            yield from self._client.api.get_image(reference, chunk_size=chunk_size)
+        with self._calls(), self._api.open("GET", wire.Api.path("/images/{}/get", reference), timeout=None) as answer:
+            yield from answer.chunks(chunk_size)
 
     def load(self, archive: BinaryIO) -> None:
-        with self._calls():
-            for event in self._client.api.load_image(archive):
-                if isinstance(event, dict) and event.get("error"):
-                    raise EngineFailure(str(event["error"]), engine=self.label)
+        with self._calls(), self._api.open("POST", "/images/load", body=archive, content_type="application/x-tar", timeout=None) as answer:
+            for event in answer.events():
+                if event.get("error") or event.get("errorDetail"):
+                    raise EngineFailure(str(event.get("error") or event["errorDetail"].get("message", "")), engine=self.label)
 
     def push(self, repository: str, tag: str) -> Iterator[PushEvent]:
-        with self._calls():
-            for event in self._client.api.push(repository, tag=tag, stream=True, decode=True):
+        path = wire.Api.path("/images/{}/push", repository, tag=tag, **self._registry_query(repository))
+        headers = {"X-Registry-Auth": registry_auth(repository)}
+        with self._calls(), self._api.open("POST", path, headers=headers, timeout=None) as answer:
+            for event in answer.events():
                 if "error" in event or "errorDetail" in event:
                     yield PushEvent(error=str(event.get("error") or (event.get("errorDetail") or {}).get("message") or "unknown error"))
                     return
                 aux = event.get("aux") or {}
                 current = (event.get("progressDetail") or {}).get("current") or 0
                 digest = str(aux.get("Digest", "")) if isinstance(aux, dict) else ""
+                digest = digest or next(iter(_PUSHED.findall(str(event.get("status") or ""))), "")  # Podman: only "TAG: digest: …"
                 yield PushEvent(str(event.get("id") or ""), str(event.get("status") or ""), int(current), digest)
 
+    def _registry_query(self, repository: str) -> dict[str, object]:
+        """What a pull or push from the repository's registry adds to its query (nothing, on Docker)."""
+        return {}
+
     # ----- containers ----------------------------------------------------------------------
-    def _create(self, spec: RunSpec) -> Any:
-        options: dict[str, Any] = {
-            "command": list(spec.command),
-            "environment": dict(spec.environment),
-            "network_mode": spec.network_mode,
+    def _create(self, spec: RunSpec) -> str:
+        host: dict[str, Any] = {"NetworkMode": spec.network_mode, **device_options(spec.devices)}
+        if spec.mounts:
+            host["Binds"] = [f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}" for m in spec.mounts]
+        body: dict[str, Any] = {
+            "Image": spec.image,
+            "Cmd": list(spec.command),
+            "Env": [f"{key}={value}" for key, value in spec.environment.items()],
+            "HostConfig": host,
         }
         if spec.entrypoint is not None:
-            options["entrypoint"] = list(spec.entrypoint)
-        if spec.mounts:
-            options["volumes"] = {m.source: {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in spec.mounts}
-        for key, value in (("user", spec.user), ("working_dir", spec.working_dir), ("platform", spec.platform)):
-            if value:
-                options[key] = value
-        options.update(self._device_options(spec))
-        return self._client.containers.create(spec.image, **options)
-
-    def _device_options(self, spec: RunSpec) -> dict[str, Any]:
-        devices, options = spec.devices, dict[str, Any]()
-        if devices.shm_size:
-            options["shm_size"] = devices.shm_size
-        if devices.all_gpus:
-            import docker.types
-
-            options["device_requests"] = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
-        if devices.devices:
-            options["devices"] = list(devices.devices)
-        if devices.group_add:
-            options["group_add"] = list(devices.group_add)
-        if devices.ipc_mode:
-            options["ipc_mode"] = devices.ipc_mode
-        return options
+            body["Entrypoint"] = list(spec.entrypoint)
+        if spec.user:
+            body["User"] = spec.user
+        if spec.working_dir:
+            body["WorkingDir"] = spec.working_dir
+        created = self._api.call("POST", wire.Api.path("/containers/create", platform=spec.platform or None), body=body) or {}
+        return str(created["Id"])
 
     def run(self, spec: RunSpec, *, timeout: float | None = None, follow: Lines | None = None, copy_out: Sequence[str] = ()) -> RunResult:
-        import docker.errors
-        from requests.exceptions import ConnectionError as Disconnected
-        from requests.exceptions import ReadTimeout
-
         with self._calls():
             container = self._create(spec)
             try:
                 for folder, archive in spec.inputs.items():
-                    container.put_archive(folder, archive)
+                    self._api.call("PUT", wire.Api.path("/containers/{}/archive", container, path=folder), body=archive)
                 try:
-                    container.start()
-                except docker.errors.APIError as error:
-                    raise StartFailed(_words(error), engine=self.label) from None
-                output = ""
-                if follow is not None:
-                    parts = []
-                    for chunk in container.logs(stream=True, follow=True):
-                        text = chunk.decode("utf-8", errors="replace")
-                        parts.append(text)
-                        follow(text)
-                    output = "".join(parts)
+                    self._api.call("POST", wire.Api.path("/containers/{}/start", container))
+                except wire.WireError as error:
+                    raise StartFailed(error.message[:500], engine=self.label) from None
+                output = self._logs(container, follow=True, each=follow) if follow is not None else ""
                 try:
-                    code = int(container.wait(timeout=timeout).get("StatusCode", 1))
-                except (ReadTimeout, Disconnected):  # it ran past its time
+                    code = int(
+                        (self._api.call("POST", wire.Api.path("/containers/{}/wait", container), timeout=timeout) or {}).get(
+                            "StatusCode", 1
+                        )
+                    )
+                except wire.Timeout:  # it ran past its time
                     code = -1
                 if follow is None:
-                    output = container.logs(stdout=True, stderr=True).decode("utf-8", errors="replace")
+                    output = self._logs(container, follow=False, each=None)
                 files = {path: self._copy_out(container, path) for path in copy_out}
             finally:
-                container.remove(force=True)
+                self._api.call("DELETE", wire.Api.path("/containers/{}", container, force=True))
         return RunResult(code, output, files)
 
-    def _copy_out(self, container: Any, path: str) -> bytes | None:
+    def _logs(self, container: str, *, follow: bool, each: Lines | None) -> str:
+        """stdout and stderr as they came (``each`` gets every piece as it comes)."""
+        path = wire.Api.path("/containers/{}/logs", container, stdout=True, stderr=True, follow=follow)
+        parts = []
+        with self._api.open("GET", path, timeout=None if follow else True) as answer:
+            for frame in answer.frames():
+                text = frame.decode("utf-8", errors="replace")
+                parts.append(text)
+                if each is not None:
+                    each(text)
+        return "".join(parts)
+
+    def _copy_out(self, container: str, path: str) -> bytes | None:
         tree = self._tree(container, path)
         return tree.get(os.path.basename(path), (0, None))[1] if tree else None
 
-    def _tree(self, container: Any, path: str) -> dict[str, tuple[int, bytes]]:
-        import docker.errors
-
+    def _tree(self, container: str, path: str) -> dict[str, tuple[int, bytes]]:
         try:
-            stream, _ = container.get_archive(path)
-        except docker.errors.NotFound:
-            return {}
+            with self._api.open("GET", wire.Api.path("/containers/{}/archive", container, path=path)) as answer:
+                data = answer.read()
+        except wire.WireError as error:
+            if error.status == 404:
+                return {}
+            raise
         files = {}
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
             for member in tar:
                 handle = tar.extractfile(member) if member.isreg() else None
                 if handle is not None:
                     files[member.name.split("/", 1)[1] if "/" in member.name else member.name] = (member.mode, handle.read())
         return files
 
-    def read_files(self, image: str, paths: Sequence[str]) -> dict[str, dict[str, tuple[int, bytes]]]:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with self._calls():
-            container = self._client.containers.create(image, ["true"], network_mode="none")
-            try:
-                with ThreadPoolExecutor(max_workers=len(paths) or 1) as pool:  # one round trip's wait for all of them
-                    return dict(zip(paths, pool.map(lambda path: self._tree(container, path), paths), strict=True))
-            finally:
-                container.remove(force=True)
-
     def container_images(self) -> set[str]:
         with self._calls():
-            return {_sha(str(c.attrs.get("ImageID") or "")) for c in self._client.containers.list(all=True, sparse=True)} - {""}
+            listed = self._api.call("GET", wire.Api.path("/containers/json", all=True)) or []
+        return {_sha(str(entry.get("ImageID") or "")) for entry in listed} - {""}
 
 
-def _words(error: Exception) -> str:
-    """The engine's own explanation, one line."""
-    text = str(getattr(error, "explanation", "") or error).strip()
-    return (text.splitlines()[0] if text else type(error).__name__)[:500]
+def device_options(devices: Devices) -> dict[str, Any]:
+    """The HostConfig fields of a container's devices."""
+    options = dict[str, Any]()
+    if devices.shm_size:
+        options["ShmSize"] = memory_bytes(devices.shm_size)
+    if devices.all_gpus:
+        options["DeviceRequests"] = [{"Driver": "", "Count": -1, "DeviceIDs": None, "Capabilities": [["gpu"]], "Options": {}}]
+    if devices.devices:
+        options["Devices"] = [_device(text) for text in devices.devices]
+    if devices.group_add:
+        options["GroupAdd"] = list(devices.group_add)
+    if devices.ipc_mode:
+        options["IpcMode"] = devices.ipc_mode
+    return options
+
+
+def _device(text: str) -> dict[str, str]:
+    """host[:container[:permissions]] as the API's device mapping."""
+    parts = text.split(":")
+    host = parts[0]
+    inside = parts[1] if len(parts) > 1 and parts[1] else host
+    return {"PathOnHost": host, "PathInContainer": inside, "CgroupPermissions": parts[2] if len(parts) > 2 else "rwm"}
+
+
+def _split_reference(reference: str) -> tuple[str, str]:
+    """(repository, tag or digest) of an image reference; "latest" when it has neither."""
+    if "@" in reference:
+        repository, digest = reference.split("@", 1)
+        return repository, digest
+    head, _, last = reference.rpartition("/")
+    if ":" in last:
+        name, tag = last.rsplit(":", 1)
+        return f"{head}/{name}" if head else name, tag
+    return reference, "latest"
+
+
+def registry_host(repository: str) -> str:
+    """The registry a repository names (its first part, when that has a dot, a port or is localhost); "" for Docker Hub."""
+    first = repository.split("/", 1)[0]
+    return first if "/" in repository and ("." in first or ":" in first or first == "localhost") else ""
+
+
+def is_loopback_registry(repository: str) -> bool:
+    """A registry on this host's loopback (localhost, 127.0.0.0/8, ::1), which Docker reaches over plain HTTP by itself."""
+    host = registry_host(repository)
+    name = host[1 : host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    if name == "localhost":
+        return True
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def registry_auth(repository: str, config: str | None = None) -> str:
+    """The X-Registry-Auth header for the repository's registry, from the Docker CLI's config.json
+    (``auths``, ``credHelpers``, ``credsStore``), as `docker push` would send; empty credentials when none."""
+    path = config or os.path.join(os.environ.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser("~"), ".docker"), "config.json")
+    registry = registry_host(repository) or "https://index.docker.io/v1/"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            settings = json.load(handle)
+    except (OSError, ValueError):
+        return NO_AUTH
+    found = _config_auth(settings, registry) if isinstance(settings, dict) else None
+    return base64.urlsafe_b64encode(json.dumps(found).encode()).decode() if found else NO_AUTH
+
+
+def _config_auth(settings: dict, registry: str) -> dict[str, str] | None:
+    helper = (settings.get("credHelpers") or {}).get(registry) or settings.get("credsStore")
+    if helper:
+        try:
+            done = subprocess.run([f"docker-credential-{helper}", "get"], input=registry, capture_output=True, text=True, timeout=30)
+            answer = json.loads(done.stdout) if done.returncode == 0 else {}
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            answer = {}
+        if answer.get("Secret"):
+            return {"username": answer.get("Username", ""), "password": answer["Secret"], "serveraddress": registry}
+    entry = (settings.get("auths") or {}).get(registry) or {}
+    if entry.get("auth"):
+        user, _, password = base64.b64decode(entry["auth"]).decode("utf-8", errors="replace").partition(":")
+        return {"username": user, "password": password, "serveraddress": registry}
+    return None

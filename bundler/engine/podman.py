@@ -1,26 +1,27 @@
 """Podman: the Engine interface over Podman's Docker-compatible service (`podman system service`).
 
-The Docker SDK builds (network_mode="host" included), labels, runs and saves against
-it, so this is Docker's implementation with what Podman does its own way: it names
+Its service answers the Docker Engine API's requests (network_mode="host" builds included),
+so this is Docker's implementation with what Podman does its own way: it names
 local images ``localhost/NAME`` or ``docker.io/NAME`` (bundler names them ``NAME``), leaves the ``sha256:``
 prefix off some IDs (dockerapi.py spells every ID one way), and its builder (buildah)
 labels every image ``io.buildah.version``. Its builder makes an empty ``/etc/hosts`` in the
 first RUN layer of a base that has none, dated by the clock: builds are sent with
 buildah's ``timestamp`` (the build's ``source_date``), which dates every file of the new
-layers and the image itself, so that two builds of the same inputs give the same layers. A container needs a ``containers.conf``
+layers and the image itself, so that two builds of the same inputs give the same layers. A push to
+or pull from a registry on loopback goes over plain HTTP, as Docker's does. A container needs a ``containers.conf``
 with ``default_ulimits`` on machines that forbid raising limits (README, "Podman").
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
-from typing import Any, BinaryIO
 
-from bundler.engine.dockerapi import DockerEngine
+from bundler.engine import wire
+from bundler.engine.base import EngineFailure, Image, ImageMissing
+from bundler.engine.dockerapi import DockerEngine, is_loopback_registry
 
 ROOT_SOCKET = "unix:///run/podman/podman.sock"
+LIBPOD = "/v4.0.0/libpod"  # Podman's own API, as of the oldest Podman bundler takes (README, "Engines")
 # the registries Podman writes into a short name: a tag made here (localhost/), by its compat build (docker.io/)
 IMPLIED = ("localhost/", "docker.io/library/", "docker.io/")
 
@@ -51,15 +52,25 @@ class PodmanEngine(DockerEngine):
                 return tag[len(prefix) :]
         return tag
 
-    def _build_events(self, context: BinaryIO, tag: str | None, source_date: int | None, options: dict[str, Any]) -> Iterator[dict]:
-        """Docker's build request plus buildah's ``timestamp`` (the SDK has no parameter for it)."""
-        api = self._client.api
-        params: dict[str, Any] = {"t": tag, "rm": True, "forcerm": True, "pull": False, "nocache": options["nocache"]}
-        params |= {"labels": json.dumps(options["labels"]), "buildargs": json.dumps(options["buildargs"])}
-        if options["network_mode"]:
-            params["networkmode"] = options["network_mode"]
-        if source_date is not None:
-            params["timestamp"] = source_date
-        response = api._post(api._url("/build"), params=params, data=context, headers={"Content-Type": "application/x-tar"}, stream=True)
-        api._raise_for_status(response)
-        return api._stream_helper(response, decode=True)
+    def _build_query(
+        self, tag: str | None, network_mode: str | None, labels: dict, buildargs: dict, no_cache: bool, source_date: int | None
+    ) -> dict[str, object]:
+        """Docker's build query plus buildah's ``timestamp``."""
+        query = super()._build_query(tag, network_mode, labels, buildargs, no_cache, source_date)
+        return query | ({"timestamp": source_date} if source_date is not None else {})
+
+    def pull(self, reference: str) -> Image:
+        """Podman's own pull (libpod's), which takes ``tlsVerify``: its Docker-compatible one does not."""
+        query = {"reference": reference, **self._registry_query(reference)}
+        with self._calls(), self._api.open("POST", wire.Api.path(f"{LIBPOD}/images/pull", **query), timeout=None) as answer:
+            for event in answer.events():
+                if event.get("error"):
+                    raise EngineFailure(str(event["error"]), engine=self.label)
+        pulled = self.image(reference)
+        if pulled is None:
+            raise ImageMissing(f"{reference} is not on the engine after its pull", engine=self.label)
+        return pulled
+
+    def _registry_query(self, repository: str) -> dict[str, object]:
+        """Docker reaches a registry on loopback over plain HTTP by itself; Podman is told to (``tlsVerify``)."""
+        return {"tlsVerify": False} if is_loopback_registry(repository) else {}

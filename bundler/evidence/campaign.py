@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
+from bundler.contracts.planschema import DEFAULT_CARDS_PER_LOT, DEFAULT_CATALOG, MAX_CARDS_PER_LOT, MAX_LOTS, PLAN_FILE
 from bundler.errors import ProjectFileError
 from bundler.fsutil import MAX_INT, check_table, read_toml, type_name
 
-PLAN_FILE = "plan.toml"
-DEFAULT_CATALOG = "catalog.toml"
 DURATIONS = (3, 7, 30)
-MAX_LOTS = 10
 PRIORITIES = ("essential", "useful", "exploratory")
 CENT = Decimal("0.01")
 EXACT_USD = Decimal("0.000001")  # a price list's precision: more digits than this is a quotient
@@ -78,7 +76,7 @@ class Campaign:
 PLAN_KEYS, PACKAGE_KEYS = ("catalog", "package", "steps", "expenses"), ("card", "days", "lots")
 STEP_KEYS, EXPENSE_KEYS = ("name", "hours", "lot", "machine", "priority", "runs"), ("name", "usd")
 CATALOG_KEYS, CARD_KEYS = ("cards",), ("cards_per_lot", "memory_gb", "price")
-MAX_HOURS, MAX_USD, MAX_CARDS_PER_LOT, MAX_MEMORY_GB = 8760, Decimal(10_000_000), 16, 100_000
+MAX_HOURS, MAX_USD, MAX_MEMORY_GB = 8760, Decimal(10_000_000), 100_000
 
 
 def load_campaign(project: Path, *, priced: bool = True) -> Campaign:
@@ -129,7 +127,7 @@ def load_catalog(path: Path) -> dict[str, Card]:
     for name, entry in cards.items():
         where = f'[cards."{name}"]'
         check_table(path, where, entry, CARD_KEYS)
-        per_lot = _whole(entry.get("cards_per_lot", 1), path, f"{where} cards_per_lot", 1, MAX_CARDS_PER_LOT)
+        per_lot = _whole(entry.get("cards_per_lot", DEFAULT_CARDS_PER_LOT), path, f"{where} cards_per_lot", 1, MAX_CARDS_PER_LOT)
         if entry.get("memory_gb") is not None:  # for the reader of the catalog: checked, not used in the sums
             _whole(entry["memory_gb"], path, f"{where} memory_gb", 1, MAX_MEMORY_GB)
         price = check_table(path, f"{where} price", entry.get("price", {}), tuple(map(str, DURATIONS)))

@@ -37,7 +37,7 @@ from bundler import engine as engines
 from bundler.engine import BaseImage, Engine
 from bundler.errors import FindingsError
 from bundler.image import handoff, projectwheel, wheelbuild
-from bundler.image.checks import Verdict, project_checks
+from bundler.image.checks import Verdict, context_checks, project_checks
 from bundler.image.context import ProjectFiles, collect, write_project_context
 from bundler.image.deps import DepsImage, asked_route, dependency_image, pins_sha256
 from bundler.image.dockerfile import Dockerfiles, default_base, flavour_for, render
@@ -170,6 +170,7 @@ def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference
     wheel = plan.project_wheel
     dockerfile = plan.dockerfiles.final_text(deps.reference, plan.labels, projectwheel.install_step() if wheel else "")
     context = write_project_context(bundle, dockerfile, plan.files, work / "project.tar", wheel)
+    sent = context_checks(context.path)
     say(
         f"Build context: {context.bytes / 1e6:.2f} MB (project {plan.files.included_bytes / 1e6:.2f} MB in {len(plan.files.included)} "
         f"files; {plan.files.ignored_count} files ignored). Building the {plan.dockerfiles.flavour} image for "
@@ -178,7 +179,7 @@ def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference
     with Progress() as progress:
         image_id = run_engine_build(engine, context, progress, no_cache=no_cache)
     try:
-        project = project_checks(engine, image_id, pins_sha256(plan.lock))
+        project = project_checks(engine, image_id, pins_sha256(plan.lock), sent)
     except BaseException:
         remove_image(engine, image_id)
         raise

@@ -15,10 +15,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from bundler.engine import BaseImage, Engine, EngineFailure, Mount, RunSpec
@@ -26,6 +28,7 @@ from bundler.errors import BuildError, ExternalError
 from bundler.image.context import write_dockerfile_context
 from bundler.image.labels import LABEL_PREFIX
 from bundler.image.steps import EngineBuildError, run_engine_build
+from bundler.image.torchenv import TorchBuildPlan
 from bundler.pipsettings import container_pip, host_pip_settings
 
 BUILDER_REPOSITORY = "bundler/builder"
@@ -116,15 +119,90 @@ def builder_image(engine: Engine, base: BaseImage, python: str, packages: list[s
             ) from None
 
 
+@dataclass(frozen=True)
+class AgainstTorch:
+    """What a build against torch installs first: the plan, the lock's wheels of torch and what it needs, the lock's pins."""
+
+    plan: TorchBuildPlan
+    wheels: list  # wheelhouse.Wheel, hash-checked, in the wheel cache
+    constraints: list[str]
+    cache: Path
+
+
+def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Path) -> str:
+    """The builder's shell script for a build against torch (its files written into ``env_folder``, mounted at /env)."""
+    lines = [f"/wheels/{w.path.relative_to(against.cache).as_posix()} --hash=sha256:{w.sha256}" for w in against.wheels]
+    (env_folder / "torch.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (env_folder / "constraints.txt").write_text("\n".join(against.constraints) + "\n", encoding="utf-8")
+    requires = " ".join(shlex.quote(item) for item in against.plan.build_requires)
+    return "; ".join(
+        [
+            f"set -e; PY=$(command -v {python}); cd /tmp",
+            '"$PY" -m venv /tmp/venv; V=/tmp/venv/bin/python',
+            "$V -m pip install -q --no-index --no-deps --require-hashes -r /env/torch.txt",
+            f"$V -m pip install -q -c /env/constraints.txt {requires}" if requires else "true",
+            "echo \"bundler: building against torch $($V -c 'import torch; print(torch.__version__)') with MAX_JOBS=$MAX_JOBS\"",
+            f'$V -m pip wheel --no-build-isolation --no-deps --no-cache-dir -w /out "/in/{sdist}"',
+        ]
+    )
+
+
 def build_in_container(
-    engine: Engine, image: str, python: str, sdist: Path, name: str, version: str, say: Say, input_name: str = "requirements.in"
+    engine: Engine,
+    image: str,
+    python: str,
+    sdist: Path,
+    name: str,
+    version: str,
+    say: Say,
+    against: AgainstTorch | None = None,
+    input_name: str = "requirements.in",
 ) -> tuple[Path, str]:
     """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log).
     ``input_name``: the lock's input (bundle.toml [build] requirements), named in the refusal's hint."""
-    say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
-    code, log, wheels = _pip_wheel(engine, image, python, sdist.parent, f'"/in/{sdist.name}"', name)
+    out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
+    env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
+    env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"})
+    mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()]
+    mounts += [Mount(str(sdist.parent), "/in"), Mount(str(out), "/out", read_only=False)]
+    script = (
+        f"set -e; PY=$(command -v {python}); cd /tmp; "
+        f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out "/in/{sdist.name}"'
+    )
+    if against is not None:
+        env_folder = out / ".env"
+        env_folder.mkdir()
+        script = torch_script(python, sdist.name, against, env_folder)
+        env.update(against.plan.environment)
+        mounts += [Mount(str(against.cache), "/wheels"), Mount(str(env_folder), "/env")]
+        say(
+            f"Building a wheel of {name}=={version} from {sdist.name} against {against.plan.torch} (build isolation off, "
+            f"MAX_JOBS={against.plan.environment.get('MAX_JOBS')}, at most {BUILD_TIMEOUT_S} s)…"
+        )
+    else:
+        say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
+    spec = RunSpec(
+        image,
+        [script],
+        entrypoint=["/bin/sh", "-c"],
+        environment=env,
+        mounts=mounts,
+        user=f"{os.getuid()}:{os.getgid()}",
+        working_dir="/tmp",
+        network_mode="bridge",
+    )
+    try:
+        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)  # exit -1: the build ran past its time
+    except EngineFailure as error:
+        raise BuildError(
+            f"the builder container for {name}=={version} could not run: {error.explanation[:300]}.",
+            hint="Check the engine's log and its free disk space, then build again.",
+            value=name,
+        ) from None
+    code, log = ran.exit_code, ran.output
+    wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
-        raise build_failure(name, version, sdist, code, log, input_name)
+        raise build_failure(name, version, sdist, code, log, against, input_name)
     return wheels[0], log
 
 
@@ -214,7 +292,12 @@ def project_build_failure(name: str, code: int, log: str, wheels: int) -> Except
     )
 
 
-def build_failure(name: str, version: str, sdist: Path, code: int, log: str, input_name: str = "requirements.in") -> Exception:
+_NEEDS_CUDA = re.compile(r"CUDA_HOME|\bnvcc\b|cuda_runtime\.h|cuda\.h: No such file|No CUDA runtime|CUDA is not available|hipcc|ROCM_HOME")
+
+
+def build_failure(
+    name: str, version: str, sdist: Path, code: int, log: str, against: AgainstTorch | None = None, input_name: str = "requirements.in"
+) -> Exception:
     unreachable = _unreachable(f"{name}=={version} from {sdist.name}", name, log)
     if unreachable is not None:
         return unreachable
@@ -227,10 +310,49 @@ def build_failure(name: str, version: str, sdist: Path, code: int, log: str, inp
         if code == -1
         else f"the build exited {code}"
     )
+    if against is not None:
+        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(_NEEDS_CUDA.search(log)))
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
         hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in {input_name}, then `bundler lock`), or "
         f"build the wheel where it builds (`pip wheel --no-deps {name}=={version} -w wheels/`) and list `./wheels/<the file>.whl` in "
         f"{input_name}: bundler then locks and installs that file.",
+        value=name,
+    )
+
+
+_PIP_NOISE = re.compile(
+    r"subprocess-exited-with-error|metadata-generation-failed|finished with status|^note:|^hint:|^\s*[│╰×]"
+    r"|Building wheel for|Failed to build|ERROR: Failed building"
+)
+_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
+
+
+def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
+    """The package's own error lines (its compiler's and setup's, pip's framing left out), then the last lines of its output."""
+    lines = [line.rstrip() for line in log.splitlines() if line.strip() and not _PIP_NOISE.search(line.strip())]
+    picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
+    picked += [line for line in lines[-last:] if line not in picked]
+    return "\n  ".join(line.strip()[:300] for line in picked)
+
+
+def torch_build_failure(
+    name: str, version: str, sdist: Path, why: str, tail: str, against: AgainstTorch, needs_gpu_compiler: bool
+) -> BuildError:
+    """A failed build against torch: the package's own last lines and the routes (wheels, the devel base, a system package)."""
+    plan = against.plan
+    routes = []
+    if needs_gpu_compiler and not plan.devel:
+        why = "it compiles CUDA/ROCm code, which needs nvcc or hipcc; a CPU Target's base has neither"
+        routes.append(f"lock for a CUDA or ROCm Target, whose build runs on its devel base ({name} may not build for a CPU Target at all)")
+    elif needs_gpu_compiler:
+        routes.append(f"check that the devel base {plan.base} has the compiler and headers its log asks for")
+    routes.append(f"pin a release of {name} that publishes a wheel for {plan.torch}")
+    routes.append("when its log asks for a header, add the system package that provides it to the base image")
+    return BuildError(
+        f"{name}=={version} did not build from {sdist.name} against {plan.torch} on {plan.base}: {why}. Its last lines:\n  {tail}",
+        hint="; or ".join(routes)[0].upper() + "; or ".join(routes)[1:] + ". Or build the wheel where it builds (`pip wheel "
+        f"--no-build-isolation --no-deps {name}=={version} -w wheels/` with the Target's torch installed) and list "
+        "`./wheels/<the file>.whl` in requirements.in.",
         value=name,
     )

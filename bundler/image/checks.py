@@ -11,10 +11,12 @@ for a real CUDA build libcudart, libcublas and libcudnn load through ctypes with
 driver), and every direct dependency's import (importcheck.py). More checks append to the
 list ``dependency_checks`` returns.
 
-**Project checks** run on every build, without starting a container: the image's user
-and entry point, the project's lock against the pins the dependency image was made
-from, and files read from a created (never started) container: the entry point is
-executable, the diagnostics are there, every config file parses.
+**Project checks** run on every build, without a container: before the build, on the
+context tar bundler wrote (the bytes the engine copies), the entry point is executable,
+the diagnostics are there, every config file parses; after it, from the new image's
+inspect, its user and entry point and the pins the dependency image was made from
+against the project's lock. (Reading the files back from a created container cost a
+code-only rebuild as much as the engine's own build.)
 """
 
 from __future__ import annotations
@@ -204,8 +206,35 @@ def _yaml_error(text: str) -> str:
     return ""
 
 
-def project_checks(engine: Engine, image_id: str, pins_sha256: str) -> dict:
-    """The cheap checks of the project layers; BuildError naming what is wrong."""
+def context_checks(context: Path) -> dict:
+    """The cheap checks of the project context before the engine sees it: BuildError naming what is wrong.
+
+    Read back from the tar bundler wrote (the very bytes the engine will copy): the entry point
+    is executable, the diagnostics are there, every config file parses."""
+    entry, run_py = f"bundle{layout.ENTRYPOINT}", f"bundle{layout.DIAGNOSTICS}/run.py"
+    config = f"config{layout.PROJECT}/config/"
+    entry_mode, run_py_found, config_files = 0, False, dict[str, bytes]()
+    with tarfile.open(context) as tar:
+        for member in tar:
+            if member.name == entry and member.isreg():
+                entry_mode = member.mode
+            run_py_found = run_py_found or (member.name == run_py and member.isreg())
+            handle = tar.extractfile(member) if member.isreg() and member.name.startswith(config) else None
+            if handle is not None:
+                config_files[member.name[len(config) :]] = handle.read()
+    problems = [] if entry_mode & 0o111 else [f"{layout.ENTRYPOINT} is not executable"]
+    if not run_py_found:
+        problems.append(f"{layout.DIAGNOSTICS}/run.py is missing")
+    for name, data in sorted(config_files.items()):
+        error = parse_error(name, data)
+        if error:
+            problems.append(f"config/{name} does not parse ({error})")
+    _refuse("the project failed its checks", problems, hint="Fix the file named above and build again; nothing was built.")
+    return {"config_files": sorted(config_files), "entry_point": layout.ENTRYPOINT}
+
+
+def project_checks(engine: Engine, image_id: str, pins_sha256: str, context: dict) -> dict:
+    """The new image's user, entry point and pins (its inspect alone); ``context``: what context_checks found."""
     image = engine.image(image_id)
     if image is None:
         raise BuildError(f"the new image {image_id[:19]} is gone from the engine.", hint="Build again.", value=image_id)
@@ -217,22 +246,10 @@ def project_checks(engine: Engine, image_id: str, pins_sha256: str) -> dict:
     made_from = image.labels.get(PINS_LABEL)
     if made_from != pins_sha256:
         problems.append(f"the dependency image was made from pins {made_from!r}, the lock's are {pins_sha256}")
-    run_py = f"{layout.DIAGNOSTICS}/run.py"
-    trees = engine.read_files(image_id, [layout.ENTRYPOINT, run_py, f"{layout.PROJECT}/config"])
-    entry, config_files = trees[layout.ENTRYPOINT], trees[f"{layout.PROJECT}/config"]
-    run_py_found = trees[run_py]
-    if not any(mode & 0o111 for mode, _ in entry.values()):
-        problems.append(f"{layout.ENTRYPOINT} is not executable")
-    if not run_py_found:
-        problems.append(f"{layout.DIAGNOSTICS}/run.py is missing")
-    for name, (_, data) in sorted(config_files.items()):
-        error = parse_error(name, data)
-        if error:
-            problems.append(f"config/{name} does not parse ({error})")
+    _refuse("the new image failed its project checks", problems, hint="Fix the file named above and build again; nothing was tagged.")
+    return {"ok": True, **context}
+
+
+def _refuse(what: str, problems: list[str], *, hint: str) -> None:
     if problems:
-        raise BuildError(
-            "the new image failed its project checks: " + "; ".join(problems) + ".",
-            hint="Fix the file named above and build again; nothing was tagged.",
-            value=problems[0],
-        )
-    return {"ok": True, "config_files": sorted(config_files), "entry_point": layout.ENTRYPOINT}
+        raise BuildError(f"{what}: " + "; ".join(problems) + ".", hint=hint, value=problems[0])

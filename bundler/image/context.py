@@ -1,14 +1,14 @@
 """The build context: the project's files through .dockerignore rules, secrets kept out.
 
-Rules are matched by docker-py's own implementation of the Docker CLI's .dockerignore
-semantics (patterns relative to the project, ``**`` across folders, a matched folder
+Rules are matched as the Docker CLI matches .dockerignore (engine/dockerignore.py:
+patterns relative to the project, ``**`` across folders, a matched folder
 excludes what is under it, ``!pattern`` re-includes, the last matching rule wins).
 Bundler adds defaults before the project's rules (run outputs, version control, caches,
 notebook checkpoints, virtual environments) and applies its secret rules *after* them:
 a secret-looking file is never sent, even when a ``!`` rule re-includes it, and every
 one left out is listed so the user sees what was withheld.
 
-The context is a tar written by bundler itself (docker-py's ``custom_context``), sorted,
+The context is a tar written by bundler itself, sorted,
 with fixed owners and one file time (layout.FILE_TIME), so that the engine's layer cache
 sees only content changes and the layers it commits are the same from build to build.
 """
@@ -65,13 +65,7 @@ def is_ignored(patterns: list[str], relative: str) -> bool:
     """Docker's rule for one path: the last matching pattern wins, a folder's match covers its files."""
     from bundler.engine.dockerignore import matcher
 
-    matches = matcher(patterns)
-    return any(matches(prefix) for prefix in _prefixes(relative))
-
-
-def _prefixes(relative: str) -> list[str]:
-    parts = relative.split("/")
-    return ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+    return matcher(patterns)(relative)
 
 
 @dataclass

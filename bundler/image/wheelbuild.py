@@ -30,7 +30,7 @@ from packaging.version import Version
 from bundler.contracts.lockformat import INDEX_OPTIONS, Pin, render_body
 from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text, sha256_file
-from bundler.image import builder
+from bundler.image import builder, torchenv
 from bundler.image.wheelhouse import cache_root, find_cached
 from bundler.lock.lockfile import Lock
 from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems
@@ -49,10 +49,11 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
     _stage_project_wheels(bundle, side)
     if not side.source_builds:
         return lock, notes
-    key = target_key(bundle.target, base.reference)
     replacements = {}
     for item in side.source_builds:
-        wheel, digest = _wheel_for(item, key, lock, bundle, engine, base, say)
+        against = _against_torch(item, lock, bundle.target, base)
+        key = target_key(bundle.target, base.reference) + (f" {against.plan.cache_key}" if against else "")
+        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say, against, bundle.requirements)
         recorded = item.get("wheels", {}).get(key)
         if recorded and recorded.get("sha256") != digest:
             notes.append(
@@ -120,15 +121,39 @@ def _cached_wheel(item: dict, key: str) -> tuple[Path, str] | None:
     return None
 
 
-def _wheel_for(item: dict, key: str, lock: Lock, bundle, engine, base, say) -> tuple[Path, str]:
-    target = bundle.target
+def _against_torch(item: dict, lock: Lock, target, base) -> builder.AgainstTorch | None:
+    """How ``item`` is built against the Target's torch, or None when its build does not import torch."""
+    sdist = _sdist(item, lock)
+    if not item.get("build_imports_torch") and not torchenv.imports_torch(sdist):
+        return None
+    torch_pin = next((pin for pin in lock.pins if canonicalize_name(pin.name) == "torch"), None)
+    if torch_pin is None:
+        raise LockError(
+            f"{item['name']}=={item['version']} builds against torch, but the lock pins no torch.",
+            hint="Add torch to requirements.in and run `bundler lock`.",
+            path=lock.path,
+        )
+    wheels = torchenv.torch_closure(lock, target)
+    torch_wheel = next(w for w in wheels if canonicalize_name(w.pin.name) == "torch")
+    plan = torchenv.plan(target, base.reference, f"torch=={torch_pin.version}", torch_wheel.sha256, torchenv.build_requires(sdist))
+    constraints = [f"{pin.name}=={pin.version}" + (f" ; {pin.marker}" if pin.marker else "") for pin in lock.pins]
+    return builder.AgainstTorch(plan, wheels, constraints, cache_root())
+
+
+def _wheel_for(
+    item: dict, key: str, lock: Lock, target, engine, base, say, against=None, input_name: str = "requirements.in"
+) -> tuple[Path, str]:
     cached = _cached_wheel(item, key)
     if cached is not None:
         return cached
     sdist = _sdist(item, lock)
+    if against is not None and against.plan.base != base.reference:
+        from bundler.engine import base_image
+
+        base = base_image(engine, against.plan.base, say=say)  # the devel base: nvcc / hipcc
     image = builder.builder_image(engine, base, f"python{target.python}", builder.needed_compilers(sdist), say)
     python = f"python{target.python}"
-    wheel, _ = builder.build_in_container(engine, image, python, sdist, item["name"], item["version"], say, bundle.requirements)
+    wheel, _ = builder.build_in_container(engine, image, python, sdist, item["name"], item["version"], say, against, input_name)
     try:
         _check_wheel(wheel, item, target)
         digest = sha256_file(wheel)

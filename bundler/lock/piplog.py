@@ -7,6 +7,7 @@ from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
 from bundler.lock.spec import LockSpec
+from bundler.lock.torchbuild import torch_build_failure, unpreparable
 from bundler.lock.uvresolve import uv_summary
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
@@ -53,6 +54,10 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
             hint="Check the network, the proxy (PIP_PROXY / HTTPS_PROXY) and the CA bundle (PIP_CERT); "
             "BUNDLER_INDEX_MAP can point an index at a reachable mirror. The previous lock was not touched.",
         )
+    needs_torch = torch_build_failure(log)
+    if needs_torch is not None:
+        name, version = needs_torch
+        return unpreparable(name, version, spec.target, "no release of it that the requirements allow could stand in for its build")
     lacking = _index_without_torch(spec, log, indexes)
     if lacking is not None:
         return lacking

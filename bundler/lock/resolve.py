@@ -20,11 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bundler.errors import ExternalError, LockError
-from bundler.lock.hashes import hash_body
+from bundler.errors import BundlerError, ExternalError, LockError
+from bundler.lock.hashes import hash_body, project_files
 from bundler.lock.piplog import resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN, project_index
 from bundler.lock.spec import LockSpec
+from bundler.lock.torchbuild import MAX_ROUNDS, REASON, StandIns, remember, torch_build_failure, wanted_specifier
 from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
 from bundler.pipsettings import (
     PipSettings,
@@ -96,6 +97,15 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_nam
     """Resolution for the Target, then the hashes from the indexes. When the previous lock's
     pins (kept as preferences) conflict with a tightened requirement, it runs again without them.
     ``engine_name`` (--engine) is the engine a resolution in the Target's image runs on."""
+    try:
+        return _resolve(spec, previous_body, upgrade, engine_name)
+    except BundlerError as error:
+        if error.hint and not spec.lock_path.is_file():  # there is no previous lock to speak of
+            error.hint = error.hint.replace(" The previous lock was not touched.", " Nothing was written.")
+        raise
+
+
+def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None) -> Resolution:
     settings = host_pip_settings()
     pairs = index_map()
     indexes = resolution_indexes(spec, settings, pairs)
@@ -105,14 +115,19 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_nam
     with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
         # the project's own wheels, as an index of their own: resolved and hashed, never recorded
         urls = [url for _, url in indexes] + project_index(spec.requirements.project_wheels, Path(local))
-        attempt = _resolve_once(spec, settings, pairs, urls, previous_body if kept_pins else None, engine_name)
+        stand_ins = StandIns(Path(local) / "stand-ins")  # archives whose build imports torch: resolved, never hashed
+
+        def attempt_with(kept: str | None) -> Attempt:
+            return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes)
+
+        attempt = attempt_with(previous_body if kept_pins else None)
         notes, retried = [], False
         if attempt.code != 0 and kept_pins and _conflict(attempt.log):
             notes.append(
                 f"the previous lock's pins conflicted with {spec.bundle.requirements}, so everything was resolved again (as --upgrade does)"
             )
             kept_pins, retried = False, True
-            attempt = _resolve_once(spec, settings, pairs, urls, None, engine_name)
+            attempt = attempt_with(None)
         if attempt.code != 0:
             error = resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
             if retried and isinstance(error, LockError):
@@ -122,7 +137,43 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_nam
                 )
             raise error
         body = hash_body(attempt.body, urls, settings)
+    remember({archive.sha256 for archive in stand_ins.archives.values()})
+    notes += [
+        f"{archive.name}=={archive.version}: {REASON}; its dependencies were read from its {archive.source}"
+        for archive in stand_ins.archives.values()
+    ]
     return Resolution(body, attempt.where, time.monotonic() - started, attempt.log, attempt.tool, notes)
+
+
+def _resolve_standing_in(
+    spec: LockSpec,
+    settings: PipSettings,
+    pairs: list[tuple[str, str]],
+    urls: list[str],
+    kept: str | None,
+    engine_name: str | None,
+    stand_ins: StandIns,
+    indexes: list[tuple[str, str]],
+) -> Attempt:
+    """One resolution; each time it fails on a source archive whose build imports torch, that archive's
+    dependencies (read from its metadata) stand in for it and it runs again."""
+    attempt = _resolve_once(spec, settings, pairs, urls + ([stand_ins.url] if stand_ins.archives else []), kept, engine_name)
+    for _ in range(MAX_ROUNDS):
+        failure = torch_build_failure(attempt.log) if attempt.code != 0 else None
+        if failure is None:
+            return attempt
+        name, version = failure
+        files = [item for _, url in indexes for item in _listed(url, name, settings)]
+        stand_ins.add(name, version, files, wanted_specifier(name, spec.compiled_input), spec.target)
+        attempt = _resolve_once(spec, settings, pairs, urls + [stand_ins.url], kept, engine_name)
+    return attempt
+
+
+def _listed(url: str, name: str, settings: PipSettings) -> list:
+    try:
+        return project_files(url, name, settings)
+    except (ExternalError, OSError, ValueError):
+        return []
 
 
 @dataclass(frozen=True)

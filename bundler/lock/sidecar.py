@@ -163,16 +163,41 @@ def make_sidecar(spec, lock: Lock, notes: list[str]) -> Sidecar:
     except LockError:
         previous = None
     kept = {(item["name"], item["sdist_sha256"]): item.get("wheels", {}) for item in previous.source_builds} if previous else {}
-    builds = source_builds(lock.pins, lock.indexes, spec.target, set(spec.pins), notes)
+    builds = with_torch_reasons(source_builds(lock.pins, lock.indexes, spec.target, set(spec.pins), notes), spec.target)
     for build in builds:
         notes.append(f"{build.pin} will be built from its source archive by `bundler build`: {build.why}.")
     return Sidecar(
         lock_body_sha256=lock.header.body_sha256 if lock.header else "",
         direct=list(spec.requirements.direct),
-        source_builds=[build.as_dict() | {"wheels": kept.get((build.name, build.sdist_sha256), {})} for build in builds],
+        source_builds=[
+            build.as_dict() | {"wheels": kept.get((build.name, build.sdist_sha256), {})} | _torch_flag(build) for build in builds
+        ],
         project_wheels=[
             {"name": wheel.name, "version": wheel.version, "path": wheel.relative, "sha256": wheel.sha256()}
             for wheel in spec.requirements.project_wheels
         ],
         pins=recorded_pins(lock),
     )
+
+
+def with_torch_reasons(builds: list, target) -> list:
+    """Source builds whose archive a resolution found to import torch in its build say so (and where wheels per torch build live)."""
+    from dataclasses import replace
+
+    from bundler.lock.torchbuild import REASON, known_torch_builds, per_torch_index
+
+    known = known_torch_builds()
+    changed = []
+    for build in builds:
+        if build.sdist_sha256 in known:
+            page = per_torch_index(build.name, target)
+            why = REASON + (f"; {build.name} publishes wheels for each torch build on {page}" if page else "")
+            build = replace(build, why=why)
+        changed.append(build)
+    return changed
+
+
+def _torch_flag(build) -> dict:
+    from bundler.lock.torchbuild import REASON
+
+    return {"build_imports_torch": True} if build.why.startswith(REASON) else {}

@@ -1,7 +1,8 @@
 """bundle.toml: the project's Target (where it will run) and packaging settings.
 
-Schema (every key is checked on load; an unknown key is an error, so a typo never
-passes silently)::
+Schema (every key is checked on load, by the schema the diagnostics share:
+contracts/bundleschema.py, where adding a key is one line; an unknown key is an error,
+so a typo never passes silently)::
 
     [project]
     name = "Document Classifier Pilot"
@@ -44,6 +45,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bundler.contracts.bundleschema import BACKENDS, bundle_problem
 from bundler.contracts.reference import ReferenceError, parse_reference
 from bundler.errors import ProjectFileError, UsageError
 from bundler.fsutil import read_toml
@@ -54,10 +56,8 @@ from bundler.target.versions import ACCELERATOR_RE, PYTHON_RE, RELEASE_RE
 DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
 
 BUNDLE_FILE = "bundle.toml"
-BACKENDS = ("cuda", "rocm", "cpu")
 PLATFORMS = ("linux_x86_64", "linux_aarch64")
 TORCH_INDEXES = ("pytorch", "pypi")  # where torch comes from: PyTorch's index of the build, or PyPI
-IMPORT_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 @dataclass(frozen=True)
@@ -206,29 +206,11 @@ def load_bundle(project: Path | None = None) -> Bundle:
     return _bundle_from_dict(root, path, data)
 
 
-_SECTIONS = {
-    "project": {"name", "package", "entry"},
-    "target": {"backend", "accelerator", "torch", "python", "platform", "base_image", "base_digest", "torch_index", "fabric"},
-    "build": {"lock", "requirements", "size_budget_mb", "install_project", "system_packages"},
-    "diagnostics": {"memory_hook", "results_dir", "dataloader_workers"},
-}
-_EXTENSION_KEYS = {"name", "module", "compile", "check"}
-
-
 def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
-    _check_keys(path, "", data, set(_SECTIONS) | {"extensions", "inputs"})
-    for section, keys in _SECTIONS.items():
-        if section not in ("build", "diagnostics") and section not in data:
-            raise ProjectFileError(
-                f"{path}: section [{section}] is missing.",
-                hint=f"Add [{section}] with keys {', '.join(sorted(keys))}.",
-                path=path,
-            )
-        _check_keys(path, section, data.get(section, {}), keys)
+    problem = bundle_problem(data)  # the schema the diagnostics share (contracts/bundleschema.py): keys, kinds, required
+    if problem is not None:
+        raise ProjectFileError(f"{path}: {problem.text}.", hint=problem.hint, path=path, value=problem.value or None)
     project, target_data, build = data["project"], data["target"], data.get("build", {})
-    _require_str(path, "project", project, "name")
-    for key in ("package", "entry"):  # an adopted project may have no package, and no entry until it is set
-        _require_str(path, "project", project, key, optional=True)
     if project.get("package") and not project["package"].isidentifier():
         raise ProjectFileError(
             f"{path}: [project] package {project['package']!r} is not a Python identifier.",
@@ -236,26 +218,8 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
             path=path,
             value=project["package"],
         )
-    for key in _SECTIONS["target"]:
-        _require_str(path, "target", target_data, key, optional=key not in ("backend", "torch", "python"))
     fields = {key: str(value) for key, value in target_data.items() if key != "fabric"}
     target = validate_target(Target(**fields | {"accelerator": str(target_data.get("accelerator", ""))}), path)
-    budget = build.get("size_budget_mb", 3000)
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
-        raise ProjectFileError(
-            f"{path}: [build] size_budget_mb must be a positive whole number of megabytes, got {budget!r}.",
-            hint="For example size_budget_mb = 3000.",
-            path=path,
-            value=budget,
-        )
-    install_project = build.get("install_project", False)
-    if not isinstance(install_project, bool):
-        raise ProjectFileError(
-            f"{path}: [build] install_project must be true or false, got {install_project!r}.",
-            hint="true builds the project's own package (its pyproject.toml or setup.py) into the image as a wheel; false leaves it out.",
-            path=path,
-            value=install_project,
-        )
     return Bundle(
         root=root,
         name=project["name"],
@@ -264,9 +228,11 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         target=target,
         lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
         requirements=_lock_name(root, path, build.get("requirements", "requirements.in"), key="requirements"),
-        size_budget_mb=budget,
-        install_project=install_project,
-        extensions=tuple(_extension(path, index, item) for index, item in enumerate(data.get("extensions", []))),
+        size_budget_mb=build.get("size_budget_mb", 3000),
+        install_project=build.get("install_project", False),
+        extensions=tuple(
+            Extension(e["name"], e["module"], e.get("compile", False), str(e.get("check", ""))) for e in data.get("extensions", [])
+        ),
         inputs=_inputs(root, path, data.get("inputs", {})),
         fabric=_fabric(path, target_data.get("fabric", "")),
         system_packages=declared_packages(root, path, build.get("system_packages", [])),
@@ -339,62 +305,6 @@ def _lock_name(root: Path, path: Path, value: object, key: str = "lock") -> str:
             value=value if isinstance(value, str) else repr(value),
         )
     return value
-
-
-def _extension(path: Path, index: int, item: object) -> Extension:
-    where = f"[[extensions]] #{index + 1}"
-    if not isinstance(item, dict):
-        raise ProjectFileError(f"{path}: {where} must be a table.", hint="Write it as [[extensions]] with name and module keys.", path=path)
-    _check_keys(path, where, item, _EXTENSION_KEYS)
-    for key in ("name", "module"):
-        _require_str(path, where, item, key)
-    if not IMPORT_NAME_RE.match(item["module"]):
-        raise ProjectFileError(
-            f"{path}: {where} module {item['module']!r} is not an import name.",
-            hint="Give the name you would write after `import`, e.g. flash_attn.",
-            path=path,
-            value=item["module"],
-        )
-    if not isinstance(item.get("compile", False), bool):
-        raise ProjectFileError(
-            f"{path}: {where} compile must be true or false.", hint="compile = true when it must be built from source.", path=path
-        )
-    return Extension(name=item["name"], module=item["module"], compile=item.get("compile", False), check=str(item.get("check", "")))
-
-
-def _check_keys(path: Path, section: str, table: object, allowed: set[str]) -> None:
-    where = f"[{section}]" if section and not section.startswith("[") else (section or "the top level")
-    if not isinstance(table, dict):
-        raise ProjectFileError(
-            f"{path}: {where} must be a table.", hint="See the schema in the comments of a freshly generated bundle.toml.", path=path
-        )
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise ProjectFileError(
-            f"{path}: unknown key {unknown[0]!r} in {where}.",
-            hint=f"Known keys there: {', '.join(sorted(allowed))}.",
-            path=path,
-            value=unknown[0],
-        )
-
-
-def _require_str(path: Path, section: str, table: dict, key: str, *, optional: bool = False) -> None:
-    value = table.get(key)
-    where = f"[{section}]" if not section.startswith("[") else section
-    if value is not None and not isinstance(value, str):
-        raise ProjectFileError(
-            f"{path}: {where} {key} must be a string, got {value!r} ({type(value).__name__}).",
-            hint=f'Quote it: {key} = "…" in {where}.',
-            path=path,
-            value=key,
-        )
-    if not optional and (value is None or not value.strip()):
-        raise ProjectFileError(
-            f"{path}: {where} {key} is missing or empty.",
-            hint=f'Set {key} = "…" in {where}.',
-            path=path,
-            value=key,
-        )
 
 
 def update_target(bundle: Bundle, target: Target) -> None:

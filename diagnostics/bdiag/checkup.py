@@ -6,10 +6,10 @@ import os
 from dataclasses import dataclass, field
 
 from bdiag import FOLDER
+from bdiag.contracts.bundleschema import bundle_problem
 from bdiag.order import Order, OrderError
 
 BUNDLE_FILE = "bundle.toml"
-BACKENDS = ("cuda", "rocm", "cpu")
 IMAGE_ROOT = "/opt/bundle"  # where built images place the project (override: BUNDLE_ROOT)
 
 
@@ -72,23 +72,12 @@ def read_bundle(path: str) -> BundleInfo:
     except OSError as error:
         info.error = f"cannot be read: {error.strerror}"
         return info
-    target, build = data.get("target", {}), data.get("build", {})
+    problem = bundle_problem(data)  # bundler's own schema (bdiag/contracts is a generated copy)
+    if problem is not None:
+        info.error = problem.text
+        return info
+    target, build = data["target"], data.get("build", {})
     diagnostics, extensions = data.get("diagnostics", {}), data.get("extensions", [])
-    if not all(isinstance(table, dict) for table in (target, build, diagnostics)) or not isinstance(extensions, list):
-        info.error = "[target], [build] and [diagnostics] must be tables and [[extensions]] an array of tables"
-        return info
-    backend = target.get("backend")
-    if backend not in BACKENDS:
-        info.error = f"[target] backend is {backend!r}, expected one of {', '.join(BACKENDS)}"
-        return info
-    workers = diagnostics.get("dataloader_workers", 0)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
-        info.error = f"[diagnostics] dataloader_workers must be a whole number of DataLoader workers (0 or more), got {workers!r}"
-        return info
-    bad = [item for item in extensions if not isinstance(item, dict) or not isinstance(item.get("module"), str)]
-    if bad:
-        info.error = 'every [[extensions]] entry needs a module = "import.name"'
-        return info
     info.target = {key: str(value) for key, value in target.items()}
     info.lock = str(build.get("lock", info.lock))
     info.extensions = extensions

@@ -10,7 +10,8 @@ import time
 import traceback
 
 from bdiag import VERSION, html, report, summary, usage
-from bdiag.checkup import BACKENDS, Checkup, find_bundle, load_toml
+from bdiag.checkup import Checkup, find_bundle, load_toml
+from bdiag.contracts.bundleschema import BACKENDS
 from bdiag.order import OrderError, read_order
 from bdiag.probe import Probe
 from bdiag.result import FAIL, StageResult

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import cast
 
-PLAN_FILE = "plan.toml"
-DEFAULT_CATALOG = "catalog.toml"
+from bdiag.contracts.planschema import DEFAULT_CARDS_PER_LOT, DEFAULT_CATALOG, PLAN_FILE, card_problem, cards_per_lot_problem, lots_problem
+
 FIX_HINT = "Fix [package] card and lots in {plan} (`bundler plan` checks the whole plan where bundler is installed)."
 
 
@@ -61,11 +62,11 @@ def read_order(root: str, load_toml) -> Order | None:
     if not isinstance(package, dict):
         raise OrderError(f"{plan} has no [package] table.", FIX_HINT.format(plan=plan))
     card, lots = package.get("card"), package.get("lots")
-    if not isinstance(card, str) or not card.strip():
-        raise OrderError(f"{plan}: [package] card must name a card of the catalog, got {card!r}.", FIX_HINT.format(plan=plan))
-    if isinstance(lots, bool) or not isinstance(lots, int) or lots < 1:
-        raise OrderError(f"{plan}: [package] lots must be a whole number of lots, at least 1, got {lots!r}.", FIX_HINT.format(plan=plan))
+    for key, problem in (("card", card_problem(card)), ("lots", lots_problem(lots))):  # bundler's own rules (contracts/planschema.py)
+        if problem:
+            raise OrderError(f"{plan}: [package] {key} {problem}.", FIX_HINT.format(plan=plan))
     catalog = os.path.normpath(os.path.join(os.path.dirname(plan), str(data.get("catalog", DEFAULT_CATALOG))))
+    card, lots = cast(str, card), cast(int, lots)  # what the checks above let through
     per_lot = _cards_per_lot(catalog, card, load_toml, plan)
     return Order(plan=plan, catalog=catalog, card=card, lots=lots, cards_per_lot=per_lot)
 
@@ -79,9 +80,10 @@ def _cards_per_lot(catalog: str, card: str, load_toml, plan: str) -> int:
     if not isinstance(entry, dict):
         known = ", ".join(sorted(cards)) if isinstance(cards, dict) else "none"
         raise OrderError(f"{plan} orders {card!r}, which the catalog {catalog} does not list (it lists: {known}).", hint)
-    per_lot = entry.get("cards_per_lot", 1)
-    if isinstance(per_lot, bool) or not isinstance(per_lot, int) or per_lot < 1:
-        raise OrderError(f'{catalog}: cards."{card}".cards_per_lot must be a whole number, at least 1, got {per_lot!r}.', hint)
+    per_lot = entry.get("cards_per_lot", DEFAULT_CARDS_PER_LOT)
+    problem = cards_per_lot_problem(per_lot)
+    if problem:
+        raise OrderError(f'{catalog}: cards."{card}".cards_per_lot {problem}.', hint)
     return per_lot
 
 

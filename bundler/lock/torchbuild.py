@@ -1,0 +1,320 @@
+"""Source archives whose build imports torch (PyG's scatter/sparse/cluster ops, attention
+kernels, apex- and detectron-style C++/CUDA ops), at lock time.
+
+pip prepares an sdist's metadata by running its build backend in an isolated environment
+that has no torch, so such a package fails there ("No module named 'torch'") although its
+pins are fine. Resolution does not need the build: its dependencies are read from the
+archive's own metadata (PKG-INFO when it is static, else the ``*.egg-info/requires.txt``
+written when the archive was made, else pyproject's static ``[project] dependencies``) and
+handed to the resolver as a stand-in wheel on a local index of this lock alone. The
+stand-in is never hashed nor recorded: the lock keeps the archive's own sha256, and its
+sidecar says the pin is built by ``bundler build`` because its build imports torch.
+"""
+
+from __future__ import annotations
+
+import base64
+import email.parser
+import hashlib
+import html
+import re
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+from packaging.version import InvalidVersion, Version
+
+from bundler.errors import ExternalError, LockError
+from bundler.tomlcompat import loads as toml_loads
+
+REASON = "its build imports torch, so pip cannot prepare it in an isolated environment"
+MAX_ROUNDS = 12  # stand-ins added in one lock (each resolution that fails on such a package adds one)
+
+# pip: "Failed to build 'torch-scatter' when getting requirements to build wheel"; uv: "Failed to build `torch-scatter==2.1.2`"
+_FAILED = re.compile(r"Failed to build [`']([A-Za-z0-9][A-Za-z0-9._-]*)(?:==([^`'\s]+))?[`']")
+_NO_TORCH = re.compile(r"(ModuleNotFoundError: No module named '?torch\b|ImportError: [^\n]*\btorch\b)")
+
+# Projects that publish wheels for each torch build on an index of their own (kept as data).
+PER_TORCH_INDEXES = {
+    "torch-scatter": "https://data.pyg.org/whl/torch-{torch}+{build}.html",
+    "torch-sparse": "https://data.pyg.org/whl/torch-{torch}+{build}.html",
+    "torch-cluster": "https://data.pyg.org/whl/torch-{torch}+{build}.html",
+    "torch-spline-conv": "https://data.pyg.org/whl/torch-{torch}+{build}.html",
+    "pyg-lib": "https://data.pyg.org/whl/torch-{torch}+{build}.html",
+    "flash-attn": "https://github.com/Dao-AILab/flash-attention/releases",
+    "dgl": "https://data.dgl.ai/wheels/torch-{minor}/{build}/repo.html",
+}
+
+
+def per_torch_index(name: str, target) -> str:
+    """The page where ``name`` publishes wheels for each torch build ("" when bundler knows none)."""
+    page = PER_TORCH_INDEXES.get(str(canonicalize_name(name)), "")
+    torch = target.torch
+    if not page:
+        return ""
+    from bundler.target.table_file import load_table
+
+    build = load_table().build_for(target).tag
+    return page.format(torch=torch, build=build, minor=".".join(torch.split(".")[:2]))
+
+
+def torch_build_failure(log: str) -> tuple[str, str] | None:
+    """(name, version or "") of the package whose build backend needed torch, from the resolver's log; None otherwise."""
+    if not _NO_TORCH.search(log):
+        return None
+    failed = _FAILED.findall(log)
+    if not failed:
+        return None
+    name, version = failed[-1]
+    return str(canonicalize_name(name)), version
+
+
+@dataclass(frozen=True)
+class Archive:
+    name: str
+    version: str
+    filename: str
+    sha256: str
+    requires: tuple[str, ...]
+    source: str  # where the dependencies were read: "PKG-INFO", "egg-info/requires.txt", "pyproject.toml"
+
+
+@dataclass
+class StandIns:
+    """A local PEP 503 index of metadata-only wheels standing in for source archives that need torch to be prepared."""
+
+    folder: Path
+    archives: dict[tuple[str, str], Archive] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return self.folder.as_uri()
+
+    def names(self) -> set[str]:
+        return {name for name, _ in self.archives}
+
+    def add(self, name: str, version: str, files: list, wanted: SpecifierSet, target) -> Archive:
+        """Stand in for ``name`` (``version``, else the newest source-only release that ``wanted`` allows and no stand-in covers)."""
+        sdist = _choose(name, version, files, wanted, {v for n, v in self.archives if n == name})
+        if sdist is None:
+            raise unpreparable(name, version, target, "no source archive of it is listed on the lock's indexes")
+        archive = read_archive(name, sdist, target)
+        self.archives[(name, archive.version)] = archive
+        self._write(archive)
+        return archive
+
+    def _write(self, archive: Archive) -> None:
+        page = self.folder / archive.name
+        page.mkdir(parents=True, exist_ok=True)
+        wheel = stand_in_wheel(page, archive)
+        links = (
+            "".join(
+                f'<a href="{html.escape(path.as_uri())}">{html.escape(path.name)}</a>\n'
+                for path in sorted(page.glob("*.whl"))
+                if path != wheel
+            )
+            + f'<a href="{html.escape(wheel.as_uri())}">{html.escape(wheel.name)}</a>\n'
+        )
+        (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n", encoding="utf-8")
+
+
+def _choose(name: str, version: str, files: list, wanted: SpecifierSet, covered: set[str]):
+    """The IndexFile of the source archive to stand in for."""
+    candidates = []
+    for item in files:
+        try:
+            _, found = parse_sdist_filename(item.filename)
+        except (InvalidSdistFilename, InvalidVersion):
+            continue
+        if str(found) in covered or (version and found != Version(version)) or (not version and not wanted.contains(found)):
+            continue
+        candidates.append((found, item))
+    return max(candidates, key=lambda pair: pair[0])[1] if candidates else None
+
+
+def read_archive(name: str, item, target) -> Archive:
+    """Download the archive (hash-checked where the index names its sha256) and read its dependencies."""
+    from bundler.pipsettings import host_pip_settings, open_url
+
+    with tempfile.TemporaryDirectory(prefix="bundler-torchbuild-") as work:
+        path = Path(work) / item.filename
+        try:
+            if item.url.startswith("file://"):
+                from urllib.parse import unquote, urlsplit
+
+                path.write_bytes(Path(unquote(urlsplit(item.url).path)).read_bytes())
+            else:
+                with open_url(item.url, host_pip_settings(), timeout=120) as response:
+                    path.write_bytes(response.read())
+        except (OSError, ValueError) as error:
+            raise ExternalError(
+                f"{name}'s source archive {item.filename} could not be read from {item.url} ({error}); its build imports torch, so "
+                "bundler reads its dependencies from the archive itself.",
+                hint="Check the network and the proxy (PIP_PROXY / HTTPS_PROXY), then lock again.",
+                value=name,
+            ) from None
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if item.sha256 and digest != item.sha256:
+            raise ExternalError(
+                f"{item.url} does not match the sha256 its index names ({item.sha256[:16]}…).",
+                hint="The index serves another file than it lists; try again, or check BUNDLER_INDEX_MAP.",
+                value=item.filename,
+            )
+        _, version = parse_sdist_filename(item.filename)
+        found = static_requirements(path)
+    if found is None:
+        raise unpreparable(name, str(version), target, f"its source archive {item.filename} declares its dependencies only when built")
+    requires, source = found
+    return Archive(str(canonicalize_name(name)), str(version), item.filename, digest, tuple(requires), source)
+
+
+def static_requirements(sdist: Path) -> tuple[list[str], str] | None:
+    """(Requires-Dist lines, where they were read) of a source archive, or None when only a build can tell."""
+    members = _members(sdist)
+    tops = sorted((n for n in members if n.count("/") == 1), key=len)
+    pkg_info = next((n for n in tops if n.endswith("/PKG-INFO")), None)
+    if pkg_info is not None:
+        message = email.parser.Parser().parsestr(members[pkg_info]())
+        dynamic = {value.lower() for value in message.get_all("Dynamic") or []}
+        if Version(message.get("Metadata-Version", "1.0")) >= Version("2.2") and "requires-dist" not in dynamic:
+            return list(message.get_all("Requires-Dist") or []), "PKG-INFO"
+    egg = sorted((n for n in members if n.count("/") == 2 and n.endswith(".egg-info/PKG-INFO")), key=len)
+    if egg:
+        requires = egg[0].rsplit("/", 1)[0] + "/requires.txt"
+        return (_requires_txt(members[requires]()) if requires in members else []), "egg-info/requires.txt"
+    pyproject = next((n for n in tops if n.endswith("/pyproject.toml")), None)
+    if pyproject is not None:
+        project = toml_loads(members[pyproject]()).get("project", {})
+        if project and "dependencies" not in project.get("dynamic", []):
+            return [str(item) for item in project.get("dependencies", [])], "pyproject.toml"
+    return None
+
+
+def _members(sdist: Path) -> dict:
+    """Member name -> a function reading it as text (only the metadata files an archive's top holds)."""
+    wanted = re.compile(r"^[^/]+/(PKG-INFO|pyproject\.toml|[^/]+\.egg-info/(PKG-INFO|requires\.txt))$")
+    found: dict = {}
+    try:
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as archive:
+                for name in archive.namelist():
+                    if wanted.match(name):
+                        found[name] = (lambda data: lambda: data)(archive.read(name).decode("utf-8", "replace"))
+        else:
+            with tarfile.open(sdist) as archive:
+                for member in archive.getmembers():
+                    if member.isfile() and wanted.match(member.name):
+                        stream = archive.extractfile(member)
+                        text = stream.read().decode("utf-8", "replace") if stream else ""
+                        found[member.name] = (lambda data: lambda: data)(text)
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return {}
+    return found
+
+
+def _requires_txt(text: str) -> list[str]:
+    """setuptools' requires.txt (``[extra:marker]`` sections) as Requires-Dist lines."""
+    lines, extra, marker = [], "", ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            extra, _, marker = line[1:-1].partition(":")
+            continue
+        conditions = [f"({marker})"] if marker else []
+        if extra:
+            conditions.append(f'extra == "{extra}"')
+        lines.append(line + (" ; " + " and ".join(conditions) if conditions else ""))
+    return lines
+
+
+def stand_in_wheel(folder: Path, archive: Archive) -> Path:
+    """A metadata-only wheel of the archive's name, version and dependencies (resolution reads it; nothing installs it)."""
+    dist = re.sub(r"[-_.]+", "_", archive.name)
+    info = f"{dist}-{archive.version}.dist-info"
+    metadata = "\n".join(
+        [
+            "Metadata-Version: 2.1",
+            f"Name: {archive.name}",
+            f"Version: {archive.version}",
+            *(f"Requires-Dist: {r}" for r in archive.requires),
+        ]
+    )
+    contents = {
+        f"{info}/METADATA": metadata + "\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: bundler-stand-in\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [
+        f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},{len(text.encode())}"
+        for name, text in contents.items()
+    ]
+    contents[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
+    path = folder / f"{dist}-{archive.version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as out:
+        for name, text in contents.items():
+            out.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), text)
+    return path
+
+
+def wanted_specifier(name: str, lines: list[str]) -> SpecifierSet:
+    """What requirements.in asks of ``name`` (every version when it does not name it)."""
+    specifier = SpecifierSet()
+    for line in lines:
+        try:
+            requirement = Requirement(line.split(" #")[0].strip())
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(requirement.name) == name:
+            specifier &= requirement.specifier
+    return specifier
+
+
+def unpreparable(name: str, version: str, target, why: str) -> LockError:
+    """The refusal for a package whose build imports torch and whose dependencies bundler cannot read."""
+    pin = f"{name}=={version}" if version else name
+    page = per_torch_index(name, target)
+    where = f" {name} publishes wheels for each torch build on {page}: build one there into ./wheels/ and list that file." if page else ""
+    return LockError(
+        f"{pin} cannot be resolved for {target.describe()}: {REASON} (its setup imports torch: \"No module named 'torch'\"), and {why}.",
+        hint=f"Pin a release of {name} whose archive declares its dependencies, or one with a wheel for the Target; or build the wheel "
+        f"with the Target's torch installed (`pip wheel --no-build-isolation --no-deps {pin} -w wheels/`) and list "
+        f"`./wheels/<the file>.whl` in requirements.in.{where}",
+        value=name,
+    )
+
+
+# ----- what was learnt, kept by archive hash (a hash names one file forever) -------------------------
+def _known_path() -> Path:
+    from bundler.pipsettings import cache_dir
+
+    return cache_dir() / "torch-builds.json"
+
+
+def known_torch_builds() -> set[str]:
+    """The sha256 of every source archive a lock on this machine found to import torch in its build."""
+    import json
+
+    try:
+        data = json.loads(_known_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {str(item) for item in data} if isinstance(data, list) else set()
+
+
+def remember(digests: set[str]) -> None:
+    import json
+
+    from bundler.fsutil import atomic_write_text
+
+    known = known_torch_builds()
+    if digests <= known:
+        return
+    path = _known_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(sorted(known | digests)) + "\n")

@@ -1,0 +1,237 @@
+"""Source archives whose build imports torch: recognised from the resolver's log, resolved from
+the archive's own metadata, built in the builder container against the Target's torch (build
+isolation off), cached by archive and torch wheel, installed with --require-hashes.
+
+The image test builds ``torchop`` (tests/torchext_support.py: one C++ op against torch's C++
+API) from its source archive with the real CPU torch 2.13, imports and calls it in the image,
+and builds again from the cache. The CUDA and ROCm routes are checked through their build plan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bundler.errors import LockError
+from bundler.image import torchenv
+from bundler.lock.hashes import IndexFile
+from bundler.lock.torchbuild import REASON, StandIns, static_requirements, torch_build_failure, unpreparable, wanted_specifier
+from bundler.target.bundle import Target
+from tests.build_support import build_fresh, remove_tag
+from tests.conftest import run_cli
+from tests.deps_support import cpu_project, torch213_project, write_archive
+from tests.fakeindex import real_torch_index
+from tests.torchext_support import local_index, torchop_sdist
+
+CPU311 = Target("cpu", "", "2.13.0", "3.11")
+PIP_LOG = """\
+    × Getting requirements to build wheel did not run successfully.
+        File "<string>", line 8, in <module>
+        ModuleNotFoundError: No module named 'torch'
+        [end of output]
+pip._internal.exceptions.FailedToPrepareCandidate: Failed to build 'torch-scatter' when getting requirements to build wheel
+"""
+UV_LOG = """\
+  × Failed to build `flash-attn==2.8.3`
+  ├─▶ The build backend returned an error
+  ╰─▶ Call to `setuptools.build_meta:__legacy__.build_wheel` failed (exit status: 1)
+      ModuleNotFoundError: No module named 'torch'
+"""
+
+
+# ----- recognised from the log, not from a list of names ----------------------------------------
+def test_a_build_backend_without_torch_is_recognised_in_pips_and_uvs_logs():
+    assert torch_build_failure(PIP_LOG) == ("torch-scatter", "")
+    assert torch_build_failure(UV_LOG) == ("flash-attn", "2.8.3")
+    other = PIP_LOG.replace("No module named 'torch'", "No module named 'Cython'")
+    assert torch_build_failure(other) is None  # another missing build requirement is not this class
+    assert torch_build_failure("ERROR: Cannot install numpy==1 and numpy==2") is None
+
+
+def test_dependencies_are_read_from_the_archives_metadata(tmp_path):
+    egg = torchop_sdist(tmp_path / "a", requires="numpy>=1.20\n\n[test]\npytest\n\n[:python_version < '3.12']\nsetuptools\n")
+    assert static_requirements(egg) == (
+        ["numpy>=1.20", 'pytest ; extra == "test"', "setuptools ; (python_version < '3.12')"],
+        "egg-info/requires.txt",
+    )
+    static = write_archive(
+        tmp_path / "static-1.0.tar.gz",
+        {
+            "static-1.0/PKG-INFO": "Metadata-Version: 2.2\nName: static\nVersion: 1.0\nRequires-Dist: einops\n",
+            "static-1.0/setup.py": "import torch\n",
+        },
+    )
+    assert static_requirements(static) == (["einops"], "PKG-INFO")
+
+
+def test_an_archive_whose_dependencies_only_a_build_can_tell_is_refused_with_the_cause_and_routes(tmp_path):
+    bare = write_archive(tmp_path / "scatterish-1.0.tar.gz", {"scatterish-1.0/setup.py": "import torch\n"})
+    assert static_requirements(bare) is None
+    stand_ins = StandIns(tmp_path / "stand-ins")
+    with pytest.raises(LockError) as raised:
+        stand_ins.add("scatterish", "", [IndexFile(bare.name, bare.as_uri(), "")], wanted_specifier("scatterish", []), CPU311)
+    error = raised.value
+    assert "scatterish==1.0" in error.message and "No module named 'torch'" in error.message and REASON in error.message
+    assert "--no-build-isolation" in (error.hint or "") and "Loosen" not in (error.hint or "") and "previous lock" not in (error.hint or "")
+
+
+def test_the_stand_in_takes_the_release_requirements_in_asks_for(tmp_path):
+    new, old = torchop_sdist(tmp_path / "new"), torchop_sdist(tmp_path / "old", requires="numpy\n")
+    old_named = old.with_name("torchop-0.0.9.tar.gz")
+    old.rename(old_named)
+    files = [IndexFile(new.name, new.as_uri(), ""), IndexFile(old_named.name, old_named.as_uri(), "")]
+    stand_ins = StandIns(tmp_path / "stand-ins")
+    chosen = stand_ins.add("torchop", "", files, wanted_specifier("torchop", ["torchop<0.1"]), CPU311)
+    assert (chosen.version, chosen.requires) == ("0.0.9", ("numpy",))
+    latest = stand_ins.add("torchop", "", files, wanted_specifier("torchop", ["requests"]), CPU311)
+    assert latest.version == "0.1" and (tmp_path / "stand-ins" / "torchop" / "torchop-0.1-py3-none-any.whl").is_file()
+
+
+def test_a_pyg_package_names_its_per_torch_wheel_index_in_the_refusal():
+    error = unpreparable("torch-scatter", "2.1.2", CPU311, "its archive declares nothing")
+    assert "https://data.pyg.org/whl/torch-2.13.0+cpu.html" in (error.hint or "")
+
+
+# ----- the build environment per backend -----------------------------------------------------------
+def test_a_cuda_targets_build_runs_on_the_devel_base_with_its_architectures():
+    from bundler.target.table_file import load_table
+
+    target = Target("cuda", "12.6", "2.13.0", "3.11")
+    plan = torchenv.plan(target, "nvidia/cuda:runtime", "torch==2.13.0+cu126", "ab" * 32, ("setuptools", "ninja"), jobs=3)
+    table = load_table()
+    build = table.build_for(target)
+    assert plan.devel and plan.base == table.base_images(build, "3.11")["devel"] and "devel" in plan.base
+    assert plan.environment["CUDA_HOME"] == "/usr/local/cuda" and plan.environment["MAX_JOBS"] == "3"
+    expected = torchenv.cuda_arch_list(build.arch)
+    assert build.arch and plan.environment["TORCH_CUDA_ARCH_LIST"] == expected
+    assert plan.build_requires == ("setuptools", "ninja") and "ab" * 32 in plan.cache_key
+
+
+def test_the_arch_list_turns_sass_and_ptx_into_torchs_notation():
+    assert torchenv.cuda_arch_list(("sm_80", "sm_90", "sm_100", "compute_120")) == "8.0;9.0;10.0;12.0+PTX"
+    assert torchenv.cuda_arch_list(("sm_86", "compute_86")) == "8.6+PTX"
+
+
+def test_a_rocm_targets_build_names_its_gfx_targets_and_a_cpu_build_stays_on_the_runtime_base():
+    rocm = torchenv.plan(Target("rocm", "7.2", "2.13.0", "3.11"), "rt", "torch==2.13.0+rocm7.2", "c" * 64, (), jobs=2)
+    assert rocm.devel and "ROCM_HOME" in rocm.environment and "CUDA_HOME" not in rocm.environment
+    assert all(arch.startswith("gfx") for arch in rocm.environment.get("PYTORCH_ROCM_ARCH", "gfx").split(";"))
+    cpu = torchenv.plan(CPU311, "bookworm-python", "torch==2.13.0+cpu", "d" * 64, (), jobs=2)
+    assert (cpu.base, cpu.devel, cpu.environment) == ("bookworm-python", False, {"MAX_JOBS": "2", "FORCE_CUDA": "0"})
+    assert cpu.build_requires == ("ninja",)  # BuildExtension honours MAX_JOBS only with ninja
+
+
+def test_max_jobs_is_bounded_by_cpus_and_by_memory():
+    assert torchenv.max_jobs(16, 8 * 2**30) == 4
+    assert torchenv.max_jobs(2, 64 * 2**30) == 2
+    assert torchenv.max_jobs(8, 2**30) == 1
+
+
+def test_the_archives_build_requirements_leave_torch_out(tmp_path):
+    pyproject = '[build-system]\nrequires = ["setuptools>=64", "torch>=2.0", "ninja"]\n'
+    assert torchenv.build_requires(torchop_sdist(tmp_path / "p", extra={"pyproject.toml": pyproject})) == ("setuptools>=64", "ninja")
+    plain = torchop_sdist(tmp_path / "s")
+    assert torchenv.build_requires(plain) == ("setuptools", "wheel") and torchenv.imports_torch(plain)
+
+
+# ----- a real extension, locked, built against the real CPU torch, imported and called ---------------
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, docker_client, docker_engine, debian_python_image, cpu_torch_wheel):
+    root = tmp_path_factory.mktemp("torchext")
+    archive = torchop_sdist(root / "archives")
+    env = {
+        "BUNDLER_INDEX_MAP": f"https://download.pytorch.org/whl={real_torch_index(root / 'torchindex', cpu_torch_wheel)} "
+        f"https://ops.example/simple={local_index(root / 'ops', archive)}",
+        "BUNDLER_CACHE_DIR": str(root / "cache"),
+    }
+    requirements = "--extra-index-url https://ops.example/simple\ntorch==2.13.0\ntorchop\n"
+    project = torch213_project(root / "p", requirements, debian_python_image)
+    locked = run_cli("lock", str(project), "--cpu", "--json", env=env)
+    assert locked.returncode == 0, locked.stderr[-3000:]
+    tag = f"bundler-test/torchext-{uuid.uuid4().hex[:8]}:1"
+    done, data = build_fresh(docker_engine, project, "--tag", tag, env=env, cache=root / "cache")
+    try:
+        yield project, json.loads(locked.stdout), done, data, tag, env
+    finally:
+        for reference in (tag, tag.replace(":1", ":2"), (data.get("context") or {}).get("deps_image")):
+            if reference:
+                remove_tag(docker_engine, reference)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_archive_whose_build_imports_torch_is_locked_with_its_reason_and_its_own_hash(built):
+    project, locked, *_ = built
+    (item,) = locked["source_builds"]
+    assert (item["name"], item["sdist"], item["build_imports_torch"]) == ("torchop", "torchop-0.1.tar.gz", True)
+    assert item["why"].startswith(REASON)
+    lock_text = (project / "requirements-rebuild.txt").read_text()
+    assert f"--hash=sha256:{item['sdist_sha256']}" in lock_text and "typing-extensions==" in lock_text
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_extension_is_built_against_the_targets_torch_imported_and_called_in_the_image(built):
+    _, _, done, data, tag, _ = built
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "against torch==2.13.0+cpu (build isolation off, MAX_JOBS=" in done.stderr
+    assert data["smoke_test"]["imports"]["failures"] == []
+    called = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python", tag, "-c",
+         "import torch, torchop; print(torchop.scaled_add(torch.ones(3), torch.arange(3.0), 2.0).tolist())"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert called.returncode == 0, called.stderr[-2000:]
+    assert called.stdout.strip().splitlines()[-1] == "[1.0, 3.0, 5.0]"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_second_build_takes_the_extension_from_the_cache_keyed_by_the_torch_wheel(built, cpu_torch_wheel):
+    import hashlib
+
+    project, _, _, _, tag, env = built
+    (record_path,) = list((Path(env["BUNDLER_CACHE_DIR"]) / "builds").rglob("*.json"))
+    record = json.loads(record_path.read_text())
+    torch_sha = hashlib.sha256(cpu_torch_wheel.read_bytes()).hexdigest()
+    assert record["file"].startswith("torchop-0.1-cp311-cp311-linux_x86_64") and f"torch==2.13.0+cpu sha256:{torch_sha}" in record["key"]
+    again = run_cli("build", str(project), "--tag", tag.replace(":1", ":2"), env=env)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Building a wheel" not in again.stderr
+    assert list((Path(env["BUNDLER_CACHE_DIR"]) / "builds").rglob("*.json")) == [record_path]
+
+
+def test_a_failed_first_lock_does_not_speak_of_a_previous_lock(tmp_path, indexed):
+    from bundler.lock.run import run_lock
+    from bundler.target.bundle import load_bundle
+
+    project = cpu_project(tmp_path / "p", "torch==2.9.1\njinja2<1\n")
+    with pytest.raises(LockError) as raised:
+        run_lock(load_bundle(project))
+    assert "jinja2" in raised.value.message and "previous lock" not in (raised.value.hint or "")
+    assert (raised.value.hint or "").endswith("Nothing was written.") and not (project / "requirements-rebuild.txt").exists()
+
+
+def test_a_failed_build_against_torch_shows_the_packages_own_errors_and_the_routes(tmp_path):
+    from bundler.image import builder
+
+    log = (
+        "bundler: building against torch 2.13.0+cpu with MAX_JOBS=2\n"
+        "  building 'torchop._C' extension\n"
+        "  torchop/op.cpp:3:10: fatal error: cuda_runtime.h: No such file or directory\n"
+        "  compilation terminated.\n"
+        "  error: command '/usr/bin/g++' failed with exit code 1\n"
+        "  error: subprocess-exited-with-error\n"
+        "  note: This error originates from a subprocess, and is likely not a problem with pip.\n"
+        "ERROR: Failed building wheel for torchop\n"
+    )
+    plan = torchenv.plan(CPU311, "bookworm-python", "torch==2.13.0+cpu", "d" * 64, (), jobs=2)
+    against = builder.AgainstTorch(plan, [], [], tmp_path)
+    error = builder.build_failure("torchop", "0.1", tmp_path / "torchop-0.1.tar.gz", 1, log, against)
+    assert "fatal error: cuda_runtime.h" in error.message and "g++' failed" in error.message
+    assert "subprocess-exited-with-error" not in error.message and "nvcc or hipcc" in error.message
+    hint = error.hint or ""
+    assert "CUDA or ROCm Target" in hint and "publishes a wheel for torch==2.13.0+cpu" in hint and "oosen" not in hint

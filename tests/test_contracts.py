@@ -655,3 +655,35 @@ def test_bundler_plan_and_the_diagnostics_take_the_same_orders(tmp_path, card, l
         except refusal:
             verdicts.append(False)
     assert verdicts == [accepted, accepted]
+
+
+# ----- which Debian package provides a missing library ----------------------------------------
+
+
+def test_the_build_and_the_diagnostics_name_the_same_debian_package_for_every_library_of_the_table():
+    from bdiag import imports as diagnostics_imports
+    from bundler.image import importcheck
+    from bundler.target import syspackages
+
+    table = syspackages.provides()
+    assert diagnostics_imports.system_libraries()["libraries"] == table["libraries"]  # the JSON copy holds the TOML's rows
+    for stem, package in table["libraries"].items():
+        error = f"ImportError: {stem}.1: cannot open shared object file: No such file or directory"
+        assert importcheck.system_package(error)[0] == package
+        hint = diagnostics_imports.hint_for(error, "somedist", "1.0")
+        assert f"the Debian package {package} provides" in hint and f'system_packages = ["{package}"]' in hint, hint
+    unknown = "ImportError: libnotinthetable.so.3: cannot open shared object file: No such file or directory"
+    assert importcheck.system_package(unknown) == ("", "")
+    assert "choose a base image" in diagnostics_imports.hint_for(unknown, "somedist", "1.0")
+
+
+def test_a_hand_edit_of_the_tables_json_copy_is_found_stale(tmp_path):
+    for path, text in generate.expected(tmp_path).items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    copy = tmp_path / next(iter(generate.DATA_COPIES))
+    table = json.loads(copy.read_text(encoding="utf-8"))
+    assert table["libraries"]["libGL.so"] == "libgl1"
+    table["libraries"]["libGL.so"] = "libgl1-mesa-glx"
+    copy.write_text(json.dumps(table), encoding="utf-8")
+    assert generate.differing(tmp_path) == [copy]

@@ -8,6 +8,7 @@ exits 1 when a copy differs from what would be written (the suite runs the same 
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -15,9 +16,12 @@ PACKAGE = Path(__file__).resolve().parent
 REPOSITORY = PACKAGE.parent.parent
 TEMPLATE_PACKAGE = "template/{{cookiecutter.project_slug}}/src/{{cookiecutter.package_name}}"
 COPIES = {
-    "diagnostics/bdiag/contracts": ("lockformat", "oneline", "markers", "buildtag", "bundleschema", "planschema"),
+    "diagnostics/bdiag/contracts": ("lockformat", "oneline", "markers", "buildtag", "bundleschema", "planschema", "syslibs"),
     f"{TEMPLATE_PACKAGE}/evidence/contracts": ("runid", "pilotconfig"),
 }
+# Tables kept as TOML data in bundler that a copy needs: written as JSON, which the diagnostics
+# read on every Python they run on (tomllib is 3.11+)
+DATA_COPIES = {"diagnostics/bdiag/contracts/system-libraries.json": "images/system-libraries.toml"}
 INIT = '"""Copies of bundler\'s contracts (bundler/contracts/ in bundler\'s repository): generated, do not edit."""\n'
 
 
@@ -32,7 +36,20 @@ def expected(repository: Path = REPOSITORY) -> dict[Path, str]:
         files[repository / folder / "__init__.py"] = INIT
         for module in modules:
             files[repository / folder / f"{module}.py"] = header(module) + (PACKAGE / f"{module}.py").read_text(encoding="utf-8")
+    for copy, source in DATA_COPIES.items():
+        files[repository / copy] = data_copy(source)
     return files
+
+
+def data_copy(source: str) -> str:
+    """The JSON text of the TOML table at ``source``, with a key naming where it comes from."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    table = tomllib.loads((REPOSITORY / source).read_text(encoding="utf-8"))
+    note = f"Generated from {source} by `python -m bundler.contracts.generate`: do not edit."
+    return json.dumps({"_generated": note, **table}, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def differing(repository: Path = REPOSITORY) -> list[Path]:

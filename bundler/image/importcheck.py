@@ -15,10 +15,11 @@ import json
 import os
 import re
 
+from bundler.contracts.syslibs import bundle_line, missing_library
 from bundler.errors import BuildError
 from bundler.lock.sidecar import read_sidecar
 from bundler.target.bundle import Bundle
-from bundler.target.syspackages import bundle_line, package_for_library, package_for_message, package_for_program
+from bundler.target.syspackages import package_for_library, package_for_message, package_for_program
 
 NAME = "imports"
 LIBRARIES = "shared libraries"  # the check whose finding lists what every shared object lacks (inimage/libraries.py)
@@ -35,7 +36,6 @@ def import_argv(bundle: Bundle, python: str) -> tuple[str, ...] | None:
     return argv + (("--gpu-target",) if bundle.target.backend in ("cuda", "rocm") else ())
 
 
-_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
 _PROGRAM = re.compile(r"No such file or directory: '([\w.+-]+)'")
 
 
@@ -86,9 +86,9 @@ def _lacking(site: dict, item: dict) -> list[str]:
 
 def system_package(error: str) -> tuple[str, str]:
     """The Debian package an import error asks for and what it provides ("the system library libGL.so.1"); ("", "") when none."""
-    library = _LIBRARY.search(error)
-    if library and package_for_library(library.group(1)):
-        return package_for_library(library.group(1)), f"the system library {library.group(1)}"
+    library = missing_library(error)
+    if library and package_for_library(library):
+        return package_for_library(library), f"the system library {library}"
     program = _PROGRAM.search(error)
     if program and package_for_program(program.group(1)):
         return package_for_program(program.group(1)), f"the program {program.group(1)}"

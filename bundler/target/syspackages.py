@@ -17,13 +17,13 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from bundler.contracts import syslibs
 from bundler.errors import ProjectFileError
 from bundler.fsutil import read_toml
 from bundler.resources import resource_path
 
 APT_TXT = "apt.txt"
 DEBIAN_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]+", re.ASCII)
-_SONAME_STEM = re.compile(r"^(.+?\.so)(?:\.[0-9.]*)?$")
 
 
 def declared_packages(root: Path, path: Path, value: object) -> tuple[str, ...]:
@@ -76,30 +76,19 @@ def read_apt_txt(root: Path) -> list[tuple[int, str]]:
 
 
 @lru_cache(maxsize=1)
-def _provides() -> dict[str, dict[str, str]]:
+def provides() -> dict[str, dict[str, str]]:
+    """The shipped table of which Debian package provides a library, a program or an error's words."""
     data = read_toml(resource_path("images") / "system-libraries.toml", hint="Reinstall bundler: the shipped table is damaged.")
-    return {section: dict(data.get(section, {})) for section in ("libraries", "programs", "messages")}
+    return {section: dict(data.get(section, {})) for section in syslibs.SECTIONS}
 
 
 def package_for_library(soname: str) -> str:
-    """The Debian package that provides a shared library (libGL.so.1 -> libgl1); "" when the table does not know it."""
-    match = _SONAME_STEM.match(soname)
-    return _provides()["libraries"].get(match.group(1) if match else soname, "")
+    return syslibs.package_for_library(provides(), soname)
 
 
 def package_for_program(program: str) -> str:
-    """The Debian package that provides an executable (ffmpeg -> ffmpeg); "" when the table does not know it."""
-    return _provides()["programs"].get(program, "")
+    return syslibs.package_for_program(provides(), program)
 
 
 def package_for_message(error: str) -> tuple[str, str]:
-    """The package whose absence an error's own words describe, and those words; ("", "") when none matches."""
-    for words, package in _provides()["messages"].items():
-        if words in error:
-            return package, words
-    return "", ""
-
-
-def bundle_line(packages: list[str]) -> str:
-    """The bundle.toml line that installs ``packages``: what a hint quotes."""
-    return "system_packages = [" + ", ".join(f'"{name}"' for name in packages) + "]"
+    return syslibs.package_for_message(provides(), error)

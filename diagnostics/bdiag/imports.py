@@ -26,6 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import lru_cache
+from pathlib import Path
+
+from bdiag.contracts import syslibs
 
 DEFAULT_BUDGET_S = 240.0
 PER_MODULE_S = 120.0
@@ -234,6 +238,14 @@ def hint_for(error: str, dist: str, version: str, input_name: str = "requirement
             f"{dist} imports {missing.group(1)}, which is not installed: add the package that provides it to {input_name} "
             f"(often an optional extra, `{dist}[…]`), then `bundler lock`."
         )
+    soname = syslibs.missing_library(error)
+    package = syslibs.package_for_library(system_libraries(), soname) if soname else ""
+    if package:
+        return (
+            f"{dist} needs the system library {soname}, which the Debian package {package} provides and this image lacks: "
+            f"in bundle.toml's [build], {syslibs.bundle_line([package])} (beside any packages already listed there); then "
+            f"`bundler build` and ship the new image."
+        )
     library = re.search(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file|(\w[\w ]*?) library not found", error)
     if library:
         return (
@@ -247,6 +259,15 @@ def hint_for(error: str, dist: str, version: str, input_name: str = "requirement
             f"{input_name} (or a newer {dist}), then `bundler lock --upgrade`."
         )
     return f"Importing it fails in a fresh interpreter: try the release of {dist} the project was tested with, or a newer one."
+
+
+@lru_cache(maxsize=1)
+def system_libraries() -> dict:
+    """The table of which Debian package provides a shared library (a copy bundler generates); empty when unreadable."""
+    try:
+        return json.loads((Path(__file__).parent / "contracts" / "system-libraries.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {section: {} for section in syslibs.SECTIONS}
 
 
 def check(lock_path: str, python: str, budget_s: float = DEFAULT_BUDGET_S, gpu_target: bool = False) -> dict:

@@ -1,0 +1,44 @@
+# Generated from bundler/contracts/syslibs.py by `python -m bundler.contracts.generate`: do not edit.
+"""Which Debian package provides what a failed import lacks: a shared library, a program, or
+an error's own words. The table is data (images/system-libraries.toml in bundler, its JSON
+copy beside this module's copy in diagnostics/); this module is the one reading of it, so
+`bundler build`'s hint and the diagnostics' hint on the rented machine name the same package.
+"""
+
+from __future__ import annotations
+
+import re
+
+SECTIONS = ("libraries", "programs", "messages")
+_SONAME_STEM = re.compile(r"^(.+?\.so)(?:\.[0-9.]*)?$")
+_MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
+
+
+def package_for_library(table: dict, soname: str) -> str:
+    """The package that provides a shared library (libGL.so.1 -> libgl1); "" when the table does not know it."""
+    match = _SONAME_STEM.match(soname)
+    return table["libraries"].get(match.group(1) if match else soname, "")
+
+
+def package_for_program(table: dict, program: str) -> str:
+    """The package that provides an executable (ffmpeg -> ffmpeg); "" when the table does not know it."""
+    return table["programs"].get(program, "")
+
+
+def package_for_message(table: dict, error: str) -> tuple[str, str]:
+    """The package whose absence an error's own words describe, and those words; ("", "") when none matches."""
+    for words, package in table["messages"].items():
+        if words in error:
+            return package, words
+    return "", ""
+
+
+def missing_library(error: str) -> str:
+    """The shared library a loader error names ("libGL.so.1: cannot open shared object file" -> libGL.so.1); "" if none."""
+    match = _MISSING_LIBRARY.search(error)
+    return match.group(1) if match else ""
+
+
+def bundle_line(packages: list[str]) -> str:
+    """The bundle.toml line that installs ``packages``: what a hint quotes."""
+    return "system_packages = [" + ", ".join(f'"{name}"' for name in packages) + "]"

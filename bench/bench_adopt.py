@@ -11,7 +11,7 @@ base image is the locally debootstrapped Debian bookworm + Python 3.11, and torc
 A hint step of the spec (a new file, a bundle.toml key) is applied only after a refusal,
 and counted. Every original file's sha256 is compared before and after.
 
-Usage: python bench/bench_adopt.py --repos DIR [--only NAME ...] [--cache DIR]
+Usage: python bench/bench_adopt.py --repos DIR [--spec FILE] [--only NAME ...] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -146,6 +146,7 @@ def apply_hint(root: Path, hint: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repos", type=Path, required=True, help="folder holding one exported repository per spec name")
+    parser.add_argument("--spec", type=Path, default=SPEC, help="the round: bench/adopt/heldout.json, heldout-r2.json")
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--cache", type=Path)
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "adopt.json")
@@ -160,7 +161,7 @@ def main() -> None:
         "BUNDLER_INDEX_MAP": f"https://download.pytorch.org/whl={real_torch_index(work / 'torch', WHEEL)}",
     }
     rows = []
-    for item in json.loads(SPEC.read_text()):
+    for item in json.loads(args.spec.read_text()):
         if args.only and item["name"] not in args.only:
             continue
         print(f"== {item['name']}", flush=True)

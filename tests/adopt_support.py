@@ -54,6 +54,25 @@ tiny-train = "tinypkg.train:main"
         "tinypkg/__init__.py": "",
         "tinypkg/train.py": TRAIN,
     },
+    # PEP 621 with a src/ layout: importable only once installed, a console script, a script that imports it
+    "srclayout": {
+        "pyproject.toml": """[build-system]
+requires = ["setuptools>=68"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "srcpkg"
+version = "0.1.0"
+requires-python = ">=3.10"
+dependencies = ["packaging>=23"]
+
+[project.scripts]
+src-hello = "srcpkg.cli:main"
+""",
+        "src/srcpkg/__init__.py": 'GREETING = "hello from srcpkg"\n',
+        "src/srcpkg/cli.py": "import packaging\n\nfrom srcpkg import GREETING\n\n\ndef main():\n    print(GREETING, packaging.__name__)\n",
+        "scripts/use.py": "from srcpkg import GREETING\n\nprint('script:', GREETING)\n",
+    },
     # setup.py only: a literal install_requires through a name, a computed extras_require
     "setuppy": {
         "setup.py": """from setuptools import find_packages, setup

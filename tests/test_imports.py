@@ -129,3 +129,13 @@ def test_the_packages_stage_fails_naming_the_module_that_does_not_import(site, t
     assert stage["name"] == "packages" and stage["status"] == "fail"
     assert "oldabi (oldabi 1.2.2): ValueError: numpy.dtype size changed" in stage["messages"][0]
     assert "numpy<2" in stage["hint"] and stage["values"]["imports"]["imported"] == 1
+
+
+def test_the_hints_name_the_file_the_lock_is_made_from(site):
+    """An adopted project locks its own requirements.txt ([build] requirements): the hint says to edit that file."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "diagnostics"), str(site)])}
+    argv = [sys.executable, "-m", "bdiag.imports", "--direct", json.dumps(["wants-extra"]), "--input", "requirements.txt"]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 1, done.stderr
+    hint = json.loads(done.stdout)["failures"][0]["hint"]
+    assert "not_installed_here" in hint and "to requirements.txt" in hint and "requirements.in" not in hint

@@ -17,8 +17,9 @@ from tests.conftest import run_cli
 # shape -> (the source used, the lock's input, a line it must contain, the entry)
 EXPECTED = {
     "requirements": ("requirements.txt", "requirements.txt", "tqdm>=4.60", "python train.py"),
-    "pep621": ("pyproject.toml", "requirements.in", "tqdm>=4.60", "python -m tinypkg.train"),
-    "setuppy": ("setup.py", "requirements.in", "tqdm>=4.60", "python -c 'import sys; from oldpkg.cli import main; sys.exit(main())'"),
+    "pep621": ("pyproject.toml", "requirements.in", "tqdm>=4.60", "tiny-train"),  # installed with the project's wheel
+    "setuppy": ("setup.py", "requirements.in", "tqdm>=4.60", "old-train"),
+    "srclayout": ("pyproject.toml", "requirements.in", "packaging>=23", "src-hello"),
     "poetry": ("pyproject.toml", "requirements.in", "tqdm>=4.66,<4.67", "python -m poetpkg.train"),
     "conda": ("environment.yml", "requirements.in", "opencv-python==4.8.*", "python scripts/train.py"),
     "pipfile": ("Pipfile", "requirements.in", "tqdm>=4.60", "python main.py"),
@@ -46,6 +47,8 @@ def test_each_shape_is_adopted_in_place_and_nothing_of_it_changes(tmp_path, shap
     assert ("requirements.in" in added) == (lock_input == "requirements.in")
     bundle = load_bundle(root)
     assert bundle.entry == entry and bundle.requirements == lock_input and bundle.target.backend == "cpu"
+    packaged = shape in ("pep621", "setuppy", "poetry", "srclayout")  # a package of its own: its wheel goes into the image
+    assert bundle.install_project == packaged == data["install_project"]
     if lock_input == "requirements.in":  # each line says where it came from
         written = [text for text in (root / "requirements.in").read_text().splitlines() if text and not text.startswith("#")]
         assert written and all("  # " in text for text in written)
@@ -88,6 +91,17 @@ def test_several_sources_say_which_was_used_and_where_they_disagree(tmp_path):
     )
     assert data["disagreements"] == ["tqdm: ==4.66.1 (requirements.txt:1) vs >=4.60 (pyproject.toml [project] dependencies)"]
     assert "disagree" in result.stderr
+
+
+def test_poetrys_multiple_constraints_for_one_package_are_one_statement_not_a_disagreement(tmp_path):
+    root = write_shape(tmp_path / "multi", "poetry")
+    constraints = 'virtualenv = [\n  { version = "^20.4.3" },\n  { version = "<20.16.4", markers = "sys_platform == \'win32\'" },\n]\n'
+    pyproject = (root / "pyproject.toml").read_text().replace('tqdm = "~4.66"\n', 'tqdm = "~4.66"\n' + constraints)
+    (root / "pyproject.toml").write_text(pyproject)
+    result, data = adopt(root, "--cpu")
+    assert result.returncode == 0 and data["disagreements"] == [], data["disagreements"]
+    written = (root / "requirements.in").read_text()
+    assert "virtualenv>=20.4.3,<21.0.0 " in written and "virtualenv<20.16.4; (sys_platform == 'win32')" in written  # both kept
 
 
 @pytest.mark.parametrize(
@@ -161,7 +175,8 @@ def test_dry_run_prints_what_would_be_written_and_writes_nothing(tmp_path):
     result, data = adopt(root, "--cpu", "--dry-run")
     assert result.returncode == 0 and data["dry_run"] is True
     assert tree_hashes(root) == before and not [p for p in root.iterdir() if p.name.startswith(".bundler-init")]
-    assert tomlkit.parse(data["files"]["bundle.toml"])["project"]["entry"] == "python -m tinypkg.train"
+    assert tomlkit.parse(data["files"]["bundle.toml"])["project"]["entry"] == "tiny-train"
+    assert tomlkit.parse(data["files"]["bundle.toml"])["build"]["install_project"] is True
     assert "--- bundle.toml" in run_cli("init", str(root), "--cpu", "--dry-run", "--no-input").stderr
 
 
@@ -199,7 +214,8 @@ def test_the_entry_found_runs_from_the_repository_root(tmp_path):
     import subprocess
     import sys
 
-    for shape, expected in (("pep621", "trained 3"), ("pipfile", "trained 3"), ("setuppy", "old")):
+    # a console script (pep621, setuppy) runs once the project's wheel is installed: tests/test_init_build.py
+    for shape, expected in (("poetry", "trained 3"), ("pipfile", "trained 3")):
         root = write_shape(tmp_path / shape, shape)
         assert adopt(root, "--cpu")[0].returncode == 0
         ran = subprocess.run(
@@ -287,13 +303,14 @@ def test_a_gitignore_rule_that_would_drop_tracked_code_is_not_carried_over(tmp_p
 def test_modules_the_code_imports_that_no_requirement_provides_are_named(tmp_path):
     code = (
         "import os\nimport psutil\nimport yaml\nimport helpers\nfrom pkg_resources import parse_version\n"
-        "try:\n    import fancy\nexcept ImportError:\n    fancy = None\n"
-    )
+        "try:\n    import fancy\nexcept ImportError:\n    fancy = None\nimport numpy as np\nimport torch\n"
+    )  # torch's wheels do not depend on numpy: it is named unless a requirement provides it
     extra = {"train.py": code, "helpers.py": "", "requirements.txt": "pyyaml\n", "tests/test_x.py": "import pytest_only\n"}
     result, data = adopt(write_shape(tmp_path / "u", "requirements", extra), "--cpu")
-    assert result.returncode == 0 and data["undeclared_imports"] == ["pkg_resources (train.py:5)", "psutil (train.py:2)"]
-    assert "psutil (train.py:2)" in result.stderr
-    extra["requirements.txt"] = "pyyaml\npsutil\nsetuptools<82\n"
+    assert result.returncode == 0
+    assert data["undeclared_imports"] == ["numpy (train.py:10)", "pkg_resources (train.py:5)", "psutil (train.py:2)"]
+    assert "psutil (train.py:2)" in result.stderr and "add it to requirements.txt)" in result.stderr  # the lock's input
+    extra["requirements.txt"] = "pyyaml\npsutil\nsetuptools<82\nnumpy\n"
     assert adopt(write_shape(tmp_path / "v", "requirements", extra), "--cpu")[1]["undeclared_imports"] == []
 
 

@@ -30,7 +30,16 @@ CACHES = [
 SECRETS = [f"**/{pattern}" for pattern in SECRET_PATTERNS]
 
 
-def bundle_toml(name: str, package: str, entry: str, entry_note: str, target: Target, requirements: str, guesses: list[str]) -> str:
+def bundle_toml(
+    name: str,
+    package: str,
+    entry: str,
+    entry_note: str,
+    target: Target,
+    requirements: str,
+    guesses: list[str],
+    install_project: bool = False,
+) -> str:
     document = tomlkit.document()
     document.add(tomlkit.comment("bundle.toml: where this project will run (the Target) and how it is packaged. Written by"))
     document.add(tomlkit.comment("`bundler init`; `bundler lock --cuda VER | --rocm VER | --cpu [--torch X.Y.Z] [--python 3.X]`"))
@@ -55,6 +64,10 @@ def bundle_toml(name: str, package: str, entry: str, entry_note: str, target: Ta
     if requirements != REQUIREMENTS_IN:
         build.add("requirements", toml_string(requirements))
         build["requirements"].comment("the project's own requirements file: `bundler lock` reads it as it is")
+    if install_project:
+        flag = tomlkit.item(True)
+        flag.comment("the project's own package, built by its build backend, installed in the image as a wheel")
+        build.add("install_project", flag)
     build.add("size_budget_mb", 3000)
     document.add("build", build)
     return tomlkit.dumps(document)

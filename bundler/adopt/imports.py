@@ -43,7 +43,8 @@ def undeclared(root: Path, layout: Layout, source: SourceRead | None) -> list[st
 
 
 def _provided(source: SourceRead | None) -> set[str]:
-    names = {"torch", "torchvision", "torchaudio", "triton", "numpy", "pip", "setuptools"}  # the Target's, or the environment's
+    # the Target's, or the environment's; not numpy: torch's wheels do not depend on it (minGPT imported it, listing only torch)
+    names = {"torch", "torchvision", "torchaudio", "triton", "pip", "setuptools"}
     table = module_table()
     for dependency in source.dependencies if source else []:
         try:

@@ -53,7 +53,7 @@ def adopt(project: Path, flags: Flags, *, entry: str | None = None, extras: list
             path=root,
         )
     inferred = infer(sources, root, load_table(), flags)
-    found_entry = find_entry(layout, sources, entry)
+    found_entry = find_entry(layout, sources, entry, installed=sources.package is not None)
     adoption = Adoption(root, sources, inferred, layout, found_entry, "", Planned(), *_names(root, sources, layout))
     adoption.requirements = _plan_requirements(adoption)
     adoption.undeclared = undeclared(root, layout, sources.chosen)
@@ -130,7 +130,14 @@ def _plan_files(adoption: Adoption) -> None:
     if entry.command and entry.how != "--entry":
         note = f"guessed from {entry.how}"
     planned.files[BUNDLE_FILE] = files.bundle_toml(
-        adoption.name, adoption.package, entry.command, note, adoption.inferred.target, adoption.requirements, adoption.inferred.guesses
+        adoption.name,
+        adoption.package,
+        entry.command,
+        note,
+        adoption.inferred.target,
+        adoption.requirements,
+        adoption.inferred.guesses,
+        install_project=adoption.sources.package is not None,
     )
     template = resource_path("template") / "{{cookiecutter.project_slug}}"
     for name in TEMPLATE_FILES:

@@ -70,8 +70,10 @@ def read_all(root: Path, extras: list[str]) -> Sources:
 
 
 def disagreements(found: list[SourceRead]) -> list[str]:
-    """'numpy: ==1.26.4 (Pipfile [packages] numpy) vs >=1.20 (environment.yml …)' for each name pinned differently."""
-    seen: dict[str, list[tuple[str, str]]] = {}
+    """'numpy: ==1.26.4 (Pipfile [packages] numpy) vs >=1.20 (environment.yml …)' for each name two sources
+    pin differently for the same environment (the same marker). One source's own lines for a name are its
+    author's one statement (Poetry's multiple constraints, one per platform), never a disagreement."""
+    seen: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
     for source in found:
         for dependency in source.dependencies:
             try:
@@ -79,11 +81,12 @@ def disagreements(found: list[SourceRead]) -> list[str]:
             except InvalidRequirement:
                 continue
             if str(requirement.specifier):
-                seen.setdefault(canonicalize_name(requirement.name), []).append((str(requirement.specifier), dependency.origin))
+                key = (canonicalize_name(requirement.name), str(requirement.marker or ""))
+                seen.setdefault(key, []).append((str(requirement.specifier), dependency.origin, source.file))
     lines = []
-    for name, stated in sorted(seen.items()):
-        if len({_meaning(specifier) for specifier, _ in stated}) > 1:
-            lines.append(f"{name}: " + " vs ".join(f"{specifier} ({origin})" for specifier, origin in stated))
+    for (name, _), stated in sorted(seen.items()):
+        if len({file for _, _, file in stated}) > 1 and len({_meaning(specifier) for specifier, _, _ in stated}) > 1:
+            lines.append(f"{name}: " + " vs ".join(f"{specifier} ({origin})" for specifier, origin, _ in stated))
     return lines
 
 

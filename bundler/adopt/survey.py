@@ -117,10 +117,13 @@ class Entry:
     how: str  # where it was found
 
 
-def find_entry(layout: Layout, sources: Sources, given: str | None) -> Entry:
+def find_entry(layout: Layout, sources: Sources, given: str | None, installed: bool = False) -> Entry:
+    """``installed``: the project's own wheel goes into the image, so its console scripts are on PATH there."""
     if given:
         return Entry(given, "--entry")
     for name, target in sources.scripts.items():
+        if installed and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+            return Entry(name, f"the console script {name!r} ({target}), installed in the image with the project's own wheel")
         command = _console_command(layout, target)
         if command:
             return Entry(

@@ -80,6 +80,10 @@ def register(app: typer.Typer) -> None:
             f"in the dependency image ({checked}); entry point, diagnostics and {len(result.smoke['project']['config_files'])} "
             "config files in the project layers."
         )
+        wheel = result.plan.project_wheel
+        if wheel is not None:
+            how = "unchanged tree, from the cache" if wheel.reused else "built by the project's own backend"
+            out.say(f"Project wheel: {wheel.filename} (sha256 {wheel.sha256[:16]}…, {how}), installed after the code.")
         if result.reproducible:
             out.say(f"Reproducible: a second cold build gave the same {len(result.reproducible['layers'])} layer diff IDs and labels.")
         out.say(f"Built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f} s.")

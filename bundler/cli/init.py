@@ -87,7 +87,8 @@ def _say(out: Output, adoption, dry_run: bool, findings: int, shown: str) -> Non
             out.say(f"  {label}: {item}")
     if adoption.undeclared:
         out.say(
-            "  imported by the code, provided by no requirement (one may bring it along; if not, add it): " + ", ".join(adoption.undeclared)
+            f"  imported by the code, provided by no requirement (one may bring it along; if not, add it to {adoption.requirements}): "
+            + ", ".join(adoption.undeclared)
         )
     out.say(f"Target: {inferred.target.describe()}.")
     for label, items in (("stated", inferred.stated), ("adjusted", inferred.adjusted), ("guessed", inferred.guesses)):
@@ -114,10 +115,10 @@ def _say(out: Output, adoption, dry_run: bool, findings: int, shown: str) -> Non
     for command in ("check", "lock", "build"):
         out.say(f"  bundler {command} {quoted}")
     package = adoption.sources.package
-    if package is not None and adoption.requirements == "requirements.in":
+    if package is not None:
         out.say(
-            f"  (to install {package.name or 'the package'} itself in the image, console scripts included: "
-            f"cd {quoted} && pip wheel --no-deps . -w wheels/, then add ./wheels/<the file>.whl to requirements.in before `bundler lock`)"
+            f"  ({package.name or 'the package'} itself is built from {package.file} by `bundler build` and installed in the image, "
+            "console scripts included: [build] install_project = true in bundle.toml)"
         )
 
 
@@ -148,6 +149,7 @@ def _document(adoption, dry_run: bool, findings: int) -> dict:
         "guesses": inferred.guesses,
         "entry": {"command": adoption.entry.command, "how": adoption.entry.how},
         "lock_input": adoption.requirements,
+        "install_project": adoption.sources.package is not None,
         "written": planned.paths(),
         "appended": sorted(planned.appends),
         "untouched": planned.untouched,

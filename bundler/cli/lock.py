@@ -22,7 +22,10 @@ from bundler.cli.output import Output
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("lock", help="Resolve requirements.in for the Target (bundle.toml) into a hashed lock with labelled torch pins.")
+    @app.command(
+        "lock",
+        help="Resolve the lock's input (requirements.in or [build] requirements) for the Target into a hashed lock, torch pins labelled.",
+    )
     @handles_errors
     def lock_command(
         project: ProjectArg = None,

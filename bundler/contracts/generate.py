@@ -44,7 +44,7 @@ def expected(repository: Path = REPOSITORY) -> dict[Path, str]:
 def data_copy(source: str) -> str:
     """The JSON text of the TOML table at ``source``, with a key naming where it comes from."""
     try:
-        import tomllib
+        import tomllib  # novermin (Python 3.10 takes the backport below)
     except ModuleNotFoundError:  # Python 3.10
         import tomli as tomllib
     table = tomllib.loads((REPOSITORY / source).read_text(encoding="utf-8"))

@@ -36,7 +36,7 @@ from pathlib import Path
 from bundler import engine as engines
 from bundler.engine import BaseImage, Engine
 from bundler.errors import FindingsError
-from bundler.image import handoff, wheelbuild
+from bundler.image import handoff, projectwheel, wheelbuild
 from bundler.image.checks import Verdict, context_checks, project_checks
 from bundler.image.context import ProjectFiles, collect, write_project_context
 from bundler.image.deps import DepsImage, asked_route, dependency_image, pins_sha256
@@ -66,6 +66,7 @@ class Plan:
     labels: dict[str, str]
     files: ProjectFiles
     notes: list[str]  # what preparing the lock said (wheels built from source)
+    project_wheel: projectwheel.ProjectWheel | None = None  # [build] install_project: the project's own wheel
 
 
 @dataclass
@@ -116,6 +117,7 @@ class BuildResult:
             }
             | deps.as_dict(),
             "secrets_excluded": plan.files.secrets,
+            "project_wheel": plan.project_wheel.as_dict() if plan.project_wheel else None,
             "smoke_test": self.smoke,
             "reproducible": self.reproducible,
             "notes": self.notes,
@@ -155,7 +157,8 @@ def plan_build(bundle: Bundle, base: str | None, say: Say, engine_name: str | No
     if files.secrets:
         say(f"Left out of the build context as secrets ({len(files.secrets)}): {', '.join(files.secrets)}")
     labels = labels_for(bundle, dockerfiles.flavour, base_image, lock.sha256)
-    return Plan(bundle, lock, dockerfiles, engine, base_image, labels, files, notes)
+    wheel = projectwheel.project_wheel(bundle, files, engine, base_image, say) if bundle.install_project else None
+    return Plan(bundle, lock, dockerfiles, engine, base_image, labels, files, notes, wheel)
 
 
 def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference: str | None = None, say: Say = print) -> Built:
@@ -164,8 +167,9 @@ def build_once(plan: Plan, work: Path, *, no_cache: bool = False, deps_reference
     deps = dependency_image(
         engine, bundle, plan.lock, plan.dockerfiles, plan.base_image, work, no_cache=no_cache, reference=deps_reference, say=say
     )
-    dockerfile = plan.dockerfiles.final_text(deps.reference, plan.labels)
-    context = write_project_context(bundle, dockerfile, plan.files, work / "project.tar")
+    wheel = plan.project_wheel
+    dockerfile = plan.dockerfiles.final_text(deps.reference, plan.labels, projectwheel.install_step() if wheel else "")
+    context = write_project_context(bundle, dockerfile, plan.files, work / "project.tar", wheel)
     sent = context_checks(context.path)
     say(
         f"Build context: {context.bytes / 1e6:.2f} MB (project {plan.files.included_bytes / 1e6:.2f} MB in {len(plan.files.included)} "

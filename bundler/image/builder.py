@@ -47,10 +47,15 @@ _SUFFIXES = {".c": "c", ".cc": "c", ".cpp": "c", ".cxx": "c", ".pyx": "c", ".f":
 
 def needed_compilers(sdist: Path) -> list[str]:
     """The Debian packages the archive's sources call for ([] for pure Python)."""
+    return compilers_for(_member_names(sdist))
+
+
+def compilers_for(names: list[str]) -> list[str]:
+    """The Debian packages source files by these names call for (an archive's members, a project's files)."""
     kinds = set()
-    for name in _member_names(sdist):
+    for name in names:
         lower = name.lower()
-        if lower.endswith("/cargo.toml"):
+        if lower == "cargo.toml" or lower.endswith("/cargo.toml"):
             kinds.add("rust")
         suffix = os.path.splitext(lower)[1]
         if suffix in _SUFFIXES:
@@ -143,9 +148,18 @@ def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Pat
 
 
 def build_in_container(
-    engine: Engine, image: str, python: str, sdist: Path, name: str, version: str, say: Say, against: AgainstTorch | None = None
+    engine: Engine,
+    image: str,
+    python: str,
+    sdist: Path,
+    name: str,
+    version: str,
+    say: Say,
+    against: AgainstTorch | None = None,
+    input_name: str = "requirements.in",
 ) -> tuple[Path, str]:
-    """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log)."""
+    """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log).
+    ``input_name``: the lock's input (bundle.toml [build] requirements), named in the refusal's hint."""
     out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
     env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
     env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"})
@@ -188,23 +202,106 @@ def build_in_container(
     code, log = ran.exit_code, ran.output
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
-        raise build_failure(name, version, sdist, code, log, against)
+        raise build_failure(name, version, sdist, code, log, against, input_name)
     return wheels[0], log
+
+
+def build_tree_in_container(
+    engine: Engine, image: str, python: str, tree: Path, name: str, say: Say, environment: dict[str, str] | None = None
+) -> tuple[Path, str]:
+    """A PEP 517 build of the project folder ``tree`` (copied inside the container first, since
+    backends write into the tree they build); (the wheel, in a folder the caller removes; the log)."""
+    say(f"Building the project's own wheel ({name}) with its build backend, in the builder container…")
+    code, log, wheels = _pip_wheel(
+        engine, image, python, tree.parent, "/tmp/project-src", name, copy_from=f"/in/{tree.name}", environment=environment
+    )
+    if code != 0 or len(wheels) != 1:
+        raise project_build_failure(name, code, log, len(wheels))
+    return wheels[0], log
+
+
+def _pip_wheel(
+    engine: Engine,
+    image: str,
+    python: str,
+    mounted: Path,
+    what: str,
+    name: str,
+    copy_from: str = "",
+    environment: dict[str, str] | None = None,
+) -> tuple[int, str, list[Path]]:
+    """``pip wheel --no-deps what`` in a fresh venv of ``image`` with ``mounted`` at /in; (exit, log, wheels)."""
+    out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
+    env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
+    env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"} | (environment or {}))
+    mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()]
+    mounts += [Mount(str(mounted), "/in"), Mount(str(out), "/out", read_only=False)]
+    copy = f"cp -R {copy_from} {what}; " if copy_from else ""
+    script = (
+        f"set -e; PY=$(command -v {python}); cd /tmp; {copy}"
+        f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out {what}'
+    )
+    spec = RunSpec(
+        image,
+        [script],
+        entrypoint=["/bin/sh", "-c"],
+        environment=env,
+        mounts=mounts,
+        user=f"{os.getuid()}:{os.getgid()}",
+        working_dir="/tmp",
+        network_mode="bridge",
+    )
+    try:
+        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)  # exit -1: the build ran past its time
+    except EngineFailure as error:
+        raise BuildError(
+            f"the builder container for {name} could not run: {error.explanation[:300]}.",
+            hint="Check the engine's log and its free disk space, then build again.",
+            value=name,
+        ) from None
+    return ran.exit_code, ran.output, sorted(out.glob("*.whl"))
+
+
+def _log_tail(log: str) -> str:
+    return "\n  ".join([line for line in log.splitlines() if line.strip()][-12:])
+
+
+def _unreachable(what: str, name: str, log: str) -> Exception | None:
+    """The builder could not reach PyPI for the build requirements: one refusal for every build."""
+    if not re.search(r"Could not fetch URL|NewConnectionError|Temporary failure in name resolution|SSLError|ProxyError", log):
+        return None
+    return ExternalError(
+        f"building {what} needs its build requirements from PyPI, which the builder container could not reach:\n  {_log_tail(log)}",
+        hint="Check the proxy (PIP_PROXY / HTTPS_PROXY) and the CA bundle (PIP_CERT); the container gets both from this host.",
+        value=name,
+    )
+
+
+def project_build_failure(name: str, code: int, log: str, wheels: int) -> Exception:
+    unreachable = _unreachable(f"the project's own wheel ({name})", name, log)
+    if unreachable is not None:
+        return unreachable
+    tail = _log_tail(log)
+    why = "the build ran past its time limit" if code == -1 else f"the build exited {code}" if code else f"it gave {wheels} wheels, not one"
+    return BuildError(
+        f"the project's own package ({name}) did not build into a wheel from the files the image gets: {why}.\n  {tail}",
+        hint="The build sees the project through .dockerignore (secrets and version control left out): a backend that reads its "
+        "version from git is given the version `git describe` gives here (setuptools-scm, hatch-vcs); others need a static version. Try "
+        "`pip wheel --no-deps .` here; or set [build] install_project = false in bundle.toml to run the code from the source tree.",
+        value=name,
+    )
 
 
 _NEEDS_CUDA = re.compile(r"CUDA_HOME|\bnvcc\b|cuda_runtime\.h|cuda\.h: No such file|No CUDA runtime|CUDA is not available|hipcc|ROCM_HOME")
 
 
-def build_failure(name: str, version: str, sdist: Path, code: int, log: str, against: AgainstTorch | None = None) -> Exception:
-    lines = [line for line in log.splitlines() if line.strip()]
-    tail = "\n  ".join(lines[-12:])
-    if re.search(r"Could not fetch URL|NewConnectionError|Temporary failure in name resolution|SSLError|ProxyError", log):
-        return ExternalError(
-            f"building {name}=={version} from {sdist.name} needs its build requirements from PyPI, which the builder container could not "
-            f"reach:\n  {tail}",
-            hint="Check the proxy (PIP_PROXY / HTTPS_PROXY) and the CA bundle (PIP_CERT); the container gets both from this host.",
-            value=name,
-        )
+def build_failure(
+    name: str, version: str, sdist: Path, code: int, log: str, against: AgainstTorch | None = None, input_name: str = "requirements.in"
+) -> Exception:
+    unreachable = _unreachable(f"{name}=={version} from {sdist.name}", name, log)
+    if unreachable is not None:
+        return unreachable
+    tail = _log_tail(log)
     header = re.search(r"fatal error: ([\w./+-]+\.h): No such file", log)
     why = (
         f"it needs the headers of a system library ({header.group(1)}) that the builder does not have"
@@ -217,9 +314,9 @@ def build_failure(name: str, version: str, sdist: Path, code: int, log: str, aga
         return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(_NEEDS_CUDA.search(log)))
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
-        hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in requirements.in, then `bundler lock`), or "
+        hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in {input_name}, then `bundler lock`), or "
         f"build the wheel where it builds (`pip wheel --no-deps {name}=={version} -w wheels/`) and list `./wheels/<the file>.whl` in "
-        "requirements.in: bundler then locks and installs that file.",
+        f"{input_name}: bundler then locks and installs that file.",
         value=name,
     )
 

@@ -187,8 +187,9 @@ def write_dockerfile_context(dockerfile: str, dest: Path) -> SentContext:
         return SentContext(dest, tar.close())
 
 
-def write_project_context(bundle: Bundle, dockerfile: str, files: ProjectFiles, dest: Path) -> SentContext:
-    """Dockerfile, then three trees copied to ``/``: bundler's entry point and diagnostics, the code, the config.
+def write_project_context(bundle: Bundle, dockerfile: str, files: ProjectFiles, dest: Path, wheel=None) -> SentContext:
+    """Dockerfile, then three trees copied to ``/``: bundler's entry point and diagnostics, the code, the config;
+    with ``wheel`` (image/projectwheel.py's ProjectWheel), a fourth: the project's own wheel and its hashed line.
 
     Each tree holds full image paths (``project/opt/bundle/project/...``) with an entry for
     every folder: copied to ``/``, every folder on the way takes its fixed time from the
@@ -212,6 +213,9 @@ def write_project_context(bundle: Bundle, dockerfile: str, files: ProjectFiles, 
             )
         tar.add_tree(f"bundle{layout.DIAGNOSTICS}", diagnostics, shipped)
         tar.add_tree(f"project{layout.PROJECT}", bundle.root, code)
+        if wheel is not None:
+            tar.add_file(f"wheel{layout.PROJECT_WHEEL}/{wheel.filename}", wheel.path)
+            tar.add_bytes(f"wheel{layout.PROJECT_WHEEL}/requirements.txt", wheel.requirements_text().encode("utf-8"))
         tar.add_folder(f"config{layout.PROJECT}/config")
         tar.add_tree(f"config{layout.PROJECT}", bundle.root, config)
         return SentContext(dest, tar.close())

@@ -61,8 +61,12 @@ class Dockerfiles:
             return "host"
         return None if self.needs_mirror else "none"
 
-    def final_text(self, deps_image: str, labels: dict | None = None) -> str:
-        return string.Template(self.template).substitute(deps_image=deps_image, labels=label_instruction(labels or {}))
+    def final_text(self, deps_image: str, labels: dict | None = None, project_wheel: str = "") -> str:
+        """The shipped image's Dockerfile; ``project_wheel``: the steps that install the project's own wheel."""
+        text = string.Template(self.template).substitute(
+            deps_image=deps_image, labels=label_instruction(labels or {}), project_wheel=project_wheel
+        )
+        return text if project_wheel else text.replace("COPY project/ /\n\n", "COPY project/ /\n")
 
 
 def flavour_for(bundle: Bundle) -> str:
@@ -269,6 +273,7 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
         "entry": env_quote(bundle.entry),
         "deps_image": "${deps_image}",
         "labels": "${labels}",
+        "project_wheel": "${project_wheel}",
         "user_setup": user_setup(),
     }
     devel = flavour == "devel"
@@ -283,6 +288,8 @@ def render(bundle: Bundle, flavour: str, base: str) -> Dockerfiles:
     }
     final = string.Template((images / f"{flavour}.Dockerfile").read_text(encoding="utf-8")).substitute(values)
     # the final template's own `$$` became `$`; keep them literal for the second substitution
-    final = final.replace("$", "$$").replace("$${deps_image}", "${deps_image}").replace("$${labels}", "${labels}")
+    final = final.replace("$", "$$")
+    for name in ("deps_image", "labels", "project_wheel"):
+        final = final.replace(f"$${{{name}}}", f"${{{name}}}")
     mirror = bool(extra) or (devel and base.startswith(APT_FAMILIES))
     return Dockerfiles(flavour, base, python, deps, final, needs_mirror=mirror)

@@ -31,7 +31,8 @@ def import_argv(bundle: Bundle, python: str) -> tuple[str, ...] | None:
     side = read_sidecar(bundle.lock_path)
     if side is None:
         return None
-    argv = (python, "-m", "bdiag.imports", "--direct", json.dumps(sorted(side.direct)), "--budget", str(int(BUDGET_S)))
+    direct = json.dumps(sorted(side.direct))
+    argv = (python, "-m", "bdiag.imports", "--direct", direct, "--budget", str(int(BUDGET_S)), "--input", bundle.requirements)
     return argv + (("--gpu-target",) if bundle.target.backend in ("cuda", "rocm") else ())
 
 
@@ -64,7 +65,7 @@ def failure(finding: dict, findings: dict | None = None, installed: tuple[str, .
             )
     listed = "\n  ".join(f"{describe(item)}\n    Hint: {item['hint']}" for item in failures[:6])
     more = len(failures) - 6
-    hint = "Follow the hint of each module above (requirements.in, then `bundler lock` and `bundler build`)."
+    hint = "Follow the hint of each module above, then `bundler lock` and `bundler build`."
     if wanted:
         hint = f"Install the system libraries with one line in bundle.toml's [build]: {line}. " + hint
     return BuildError(

@@ -23,7 +23,7 @@ VERDICT_LABEL = f"{LABEL_PREFIX}.deps.verdict"  # the dependency checks' results
 FABRIC_LABEL = f"{LABEL_PREFIX}.fabric"  # bundle.toml's [target] fabric: infiniband and roce images carry the RDMA user space
 
 
-def _git(root: Path, *args: str) -> str:
+def git_output(root: Path, *args: str) -> str:
     try:
         completed = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
@@ -37,7 +37,7 @@ def source_date_epoch(bundle: Bundle) -> tuple[int, str]:
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if epoch.isdigit():
         return int(epoch), "SOURCE_DATE_EPOCH"
-    commit = _git(bundle.root, "log", "-1", "--format=%ct")
+    commit = git_output(bundle.root, "log", "-1", "--format=%ct")
     if commit.isdigit():
         return int(commit), "the last commit"
     return int(bundle.lock_path.stat().st_mtime), f"the modification time of {bundle.lock_path.name}"
@@ -49,15 +49,15 @@ def rfc3339(epoch: int) -> str:
 
 def labels_for(bundle: Bundle, flavour: str, base, lock_sha: str) -> dict:
     root = bundle.root
-    revision = _git(root, "rev-parse", "HEAD") or "unknown"
+    revision = git_output(root, "rev-parse", "HEAD") or "unknown"
     epoch, source = source_date_epoch(bundle)
     return {
         "org.opencontainers.image.title": bundle.name,
         "org.opencontainers.image.created": rfc3339(epoch),
         f"{LABEL_PREFIX}.created.from": source,
         "org.opencontainers.image.revision": revision,
-        "org.opencontainers.image.source": _git(root, "config", "--get", "remote.origin.url") or "unknown",
-        "org.opencontainers.image.version": _git(root, "describe", "--tags", "--always", "--dirty") or "unversioned",
+        "org.opencontainers.image.source": git_output(root, "config", "--get", "remote.origin.url") or "unknown",
+        "org.opencontainers.image.version": git_output(root, "describe", "--tags", "--always", "--dirty") or "unversioned",
         "org.opencontainers.image.base.name": base.reference,
         "org.opencontainers.image.base.digest": base.digest.split("@")[-1] if base.digest else base.image_id,
         f"{LABEL_PREFIX}.version": __version__,

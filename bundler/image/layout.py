@@ -11,6 +11,7 @@ BUNDLE_ROOT = "/opt/bundle"
 PROJECT = f"{BUNDLE_ROOT}/project"
 DIAGNOSTICS = f"{BUNDLE_ROOT}/diagnostics"
 ENTRYPOINT = f"{BUNDLE_ROOT}/entrypoint.sh"
+PROJECT_WHEEL = f"{BUNDLE_ROOT}/wheel"  # the project's own wheel and the one hashed line that installs it
 VENV = "/opt/venv"
 PYTHON = f"{VENV}/bin/python"
 USER = "bundle"

@@ -53,7 +53,7 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
     for item in side.source_builds:
         against = _against_torch(item, lock, bundle.target, base)
         key = target_key(bundle.target, base.reference) + (f" {against.plan.cache_key}" if against else "")
-        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say, against)
+        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say, against, bundle.requirements)
         recorded = item.get("wheels", {}).get(key)
         if recorded and recorded.get("sha256") != digest:
             notes.append(
@@ -140,7 +140,9 @@ def _against_torch(item: dict, lock: Lock, target, base) -> builder.AgainstTorch
     return builder.AgainstTorch(plan, wheels, constraints, cache_root())
 
 
-def _wheel_for(item: dict, key: str, lock: Lock, target, engine, base, say, against=None) -> tuple[Path, str]:
+def _wheel_for(
+    item: dict, key: str, lock: Lock, target, engine, base, say, against=None, input_name: str = "requirements.in"
+) -> tuple[Path, str]:
     cached = _cached_wheel(item, key)
     if cached is not None:
         return cached
@@ -150,7 +152,8 @@ def _wheel_for(item: dict, key: str, lock: Lock, target, engine, base, say, agai
 
         base = base_image(engine, against.plan.base, say=say)  # the devel base: nvcc / hipcc
     image = builder.builder_image(engine, base, f"python{target.python}", builder.needed_compilers(sdist), say)
-    wheel, _ = builder.build_in_container(engine, image, f"python{target.python}", sdist, item["name"], item["version"], say, against)
+    python = f"python{target.python}"
+    wheel, _ = builder.build_in_container(engine, image, python, sdist, item["name"], item["version"], say, against, input_name)
     try:
         _check_wheel(wheel, item, target)
         digest = sha256_file(wheel)

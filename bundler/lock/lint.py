@@ -63,12 +63,14 @@ def lint_lock(text: str, target, expected: dict[str, str], needs_setuptools: boo
     return problems
 
 
-def ensure_lintless(text: str, target, expected: dict[str, str], needs_setuptools: bool, lock_path: Path) -> None:
+def ensure_lintless(
+    text: str, target, expected: dict[str, str], needs_setuptools: bool, lock_path: Path, input_name: str = "requirements.in"
+) -> None:
     problems = lint_lock(text, target, expected, needs_setuptools)
     if problems:
         listed = "; ".join(problems[:6]) + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
         raise LockError(
             f"the lock resolved for {target.describe()} fails its checks, so {lock_path} was not written: {listed}.",
-            hint="Check requirements.in for a pin that overrides the Target's build, then run `bundler lock --upgrade`.",
+            hint=f"Check {input_name} for a pin that overrides the Target's build, then run `bundler lock --upgrade`.",
             path=lock_path,
         )

@@ -72,7 +72,7 @@ class LockHeader:
         return f"torch {t.get('torch')}{source} for {build} on Python {t.get('python')} ({t.get('platform')})"
 
 
-def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
+def render_lock(name: str, header: LockHeader, requirements_body: str, input_name: str = "requirements.in") -> str:
     """The full lock text: header, the target's index lines, then the requirements.
 
     Every header value is one line (``contracts/oneline.py``): a line break in a value would
@@ -94,7 +94,7 @@ def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
     }
     title = [
         f"{name}: hashed lock written by `bundler lock`. Do not edit by hand: change",
-        "requirements.in or bundle.toml [target] and run `bundler lock` again.",
+        f"{input_name} or bundle.toml [target] and run `bundler lock` again.",
     ]
     try:
         return render_header(title, values) + body
@@ -102,7 +102,7 @@ def render_lock(name: str, header: LockHeader, requirements_body: str) -> str:
         key = next((key for key, value in values.items() if not is_one_line(value)), "name")
         raise LockError(
             f"the lock's {key} would be {error}, which would break out of the lock's header comment.",
-            hint="Fix the value where it comes from (bundle.toml [target], requirements.in); it must be one line.",
+            hint=f"Fix the value where it comes from (bundle.toml [target], {input_name}); it must be one line.",
             value=values.get(key, name),
         ) from None
 
@@ -193,8 +193,9 @@ class Lock:
         return [header.index_url, *header.extra_index_urls] if header else []
 
 
-def read_lock(lock_path: Path, requirements_in: str | None, target) -> Lock:
-    """The lock at ``lock_path`` with its state against requirements.in and the Target."""
+def read_lock(lock_path: Path, requirements_in: str | None, target, input_name: str = "requirements.in") -> Lock:
+    """The lock at ``lock_path`` with its state against its input (``requirements_in``: the text of
+    the file ``input_name``, bundle.toml's [build] requirements) and the Target."""
     lock_path = Path(lock_path)
     if not lock_path.is_file():
         return Lock(LockState("missing", f"{lock_path.name} does not exist yet; run `bundler lock`.", lock_path))
@@ -204,7 +205,7 @@ def read_lock(lock_path: Path, requirements_in: str | None, target) -> Lock:
     except UnicodeDecodeError as error:
         return Lock(LockState("tampered", f"{lock_path.name} is not UTF-8 text (byte {error.start}).", lock_path))
     fields, body = split_lock(text)
-    state = _state(lock_path, parse_header(fields), body, requirements_in, target)
+    state = _state(lock_path, parse_header(fields), body, requirements_in, target, input_name)
     try:
         pins = tuple(parse_pins(body))
     except LockFormatError as error:
@@ -213,7 +214,7 @@ def read_lock(lock_path: Path, requirements_in: str | None, target) -> Lock:
     return Lock(state, text, body, pins, sha256_bytes(data))
 
 
-def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_in: str | None, target) -> LockState:
+def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_in: str | None, target, input_name: str) -> LockState:
     name = lock_path.name
     if header is None:
         return LockState("tampered", f"{name} has no bundler header: it was written by hand or by another tool.", lock_path)
@@ -223,7 +224,7 @@ def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_i
         )
         return LockState("tampered", detail, lock_path, header)
     if requirements_in is None:
-        return LockState("stale", "requirements.in is missing, so the lock cannot be checked against it.", lock_path, header)
+        return LockState("stale", f"{input_name} is missing, so the lock cannot be checked against it.", lock_path, header)
     if header.input_sha256 != input_hash(requirements_in, target):
         recorded = {"torch_index": DEFAULT_TORCH_INDEX} | header.target
         changed = [key for key in TARGET_FIELDS if str(recorded.get(key, "")) != str(getattr(target, key))]
@@ -231,16 +232,16 @@ def _state(lock_path: Path, header: LockHeader | None, body: str, requirements_i
             what = ", ".join(f"{key} {recorded.get(key)!r} -> {getattr(target, key)!r}" for key in changed)
             detail = f"bundle.toml [target] changed since the lock was written ({what})."
         else:
-            detail = "requirements.in changed since the lock was written."
+            detail = f"{input_name} changed since the lock was written."
         return LockState("stale", detail + " Run `bundler lock`.", lock_path, header)
-    return LockState("fresh", f"{name} matches requirements.in and the Target ({header.describe_target()}).", lock_path, header)
+    return LockState("fresh", f"{name} matches {input_name} and the Target ({header.describe_target()}).", lock_path, header)
 
 
 def bundle_lock(bundle) -> Lock:
     """The bundle's lock, its state judged against the project's requirements.in (with its includes) and Target."""
     from bundler.lock.requirements import input_text
 
-    return read_lock(bundle.lock_path, input_text(bundle.root, bundle.requirements), bundle.target)
+    return read_lock(bundle.lock_path, input_text(bundle.root, bundle.requirements), bundle.target, bundle.requirements)
 
 
 def fresh_lock(bundle) -> Lock:

@@ -18,13 +18,13 @@ _TRACEBACK = re.compile(
 )
 
 
-def _conflict_causes(log: str) -> str:
+def _conflict_causes(log: str, input_name: str) -> str:
     """'numpy==1.26.4 (requirements.in) vs numpy==2.1.0 (requirements.in)' from pip's ResolutionImpossible."""
     impossible = next((line for line in log.splitlines() if "ResolutionImpossible: [" in line), "")
     found = re.findall(r"requirement=\w+\('([^']+)'\), parent=(None|\w+\('([^']*)'\))", impossible)
     if not found:
         return ""
-    parts = [f"{spec} ({_parent(parent_link) if parent_link else 'requirements.in'})" for spec, _, parent_link in found]
+    parts = [f"{spec} ({_parent(parent_link) if parent_link else input_name})" for spec, _, parent_link in found]
     return "conflicting requirements: " + " vs ".join(parts[:4])
 
 
@@ -65,7 +65,7 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
         summary = uv_summary(log)
     else:
         errors = [line for line in lines if line.startswith("ERROR:")]
-        causes = _conflict_causes(log)
+        causes = _conflict_causes(log, spec.bundle.requirements)
         summary = (errors[:1] + [causes]) if errors and causes else errors[:2]
         summary = summary or [line for line in lines if not _TRACEBACK.match(line)][-2:]
     requirements = spec.bundle.root / spec.bundle.requirements
@@ -89,9 +89,9 @@ def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]
     said = r"(No matching distribution found for|Could not find a version that satisfies the requirement|there is no version of)"
     for name, version in spec.pins.items():
         pin = f"{name}=={version}"
-        single = f"conflicting requirements: {pin} (requirements.in)"  # pip's ResolutionImpossible with that pin alone
+        single = f"conflicting requirements: {pin} ({spec.bundle.requirements})"  # pip's ResolutionImpossible with that pin alone
         asked = re.search(rf"{said} {re.escape(pin)}(?![\w.+])", log) or f"{name} was not found in the package registry" in log
-        if asked or (_conflict_causes(log) == single):
+        if asked or (_conflict_causes(log, spec.bundle.requirements) == single):
             lacking = _index_without(name, version, indexes)
             if lacking is not None:
                 return lacking

@@ -242,7 +242,7 @@ def handle_option(root: Path, line: SourceLine, build, outcome: OptionOutcome) -
         return
     reason = REFUSED.get(option, "bundler does not know what this option would change in a lock")
     raise ProjectFileError(
-        f"{where}: {option} is not allowed in requirements.in ({line.text}): {reason}.",
+        f"{where}: {option} is not allowed in the lock's input ({line.text}): {reason}.",
         hint="Indexes come from the Target (bundle.toml) plus any `--extra-index-url https://…` line; list plain requirements, "
         "and put your own wheels in the project (`./wheels/NAME-VER-TAG.whl`).",
         path=line.path,

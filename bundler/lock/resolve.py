@@ -123,7 +123,9 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
         attempt = attempt_with(previous_body if kept_pins else None)
         notes, retried = [], False
         if attempt.code != 0 and kept_pins and _conflict(attempt.log):
-            notes.append("the previous lock's pins conflicted with requirements.in, so everything was resolved again (as --upgrade does)")
+            notes.append(
+                f"the previous lock's pins conflicted with {spec.bundle.requirements}, so everything was resolved again (as --upgrade does)"
+            )
             kept_pins, retried = False, True
             attempt = attempt_with(None)
         if attempt.code != 0:

@@ -78,7 +78,7 @@ def run_lock(
     spec = make_spec(bundle, target, table, resolver)
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)
-    lock = read_lock(spec.lock_path, spec.requirements_in, target)
+    lock = read_lock(spec.lock_path, spec.requirements_in, target, spec.bundle.requirements)
     state = lock.state
     if state.status == "tampered" and not upgrade:
         raise LockError(
@@ -116,14 +116,14 @@ def run_lock(
         input_sha256=spec.input_sha256,
         resolver=f"{resolution.resolver} {where} for {target.platform}",
     )
-    text = render_lock(spec.lock_path.name, header, resolution.body)
+    text = render_lock(spec.lock_path.name, header, resolution.body, spec.bundle.requirements)
     pulled_in = check_companions(resolution.body, spec.build, spec.pins, Path(bundle.requirements).name, table, target)
     if pulled_in.refusals:
         why, route = pulled_in.refusals[0]
         raise LockError(
             f"the lock resolved for {target.describe()} was not written: {why}.", hint=route, path=bundle.root / bundle.requirements
         )
-    ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path)
+    ensure_lintless(text, target, spec.pins, spec.needs_setuptools, spec.lock_path, spec.bundle.requirements)
     spec.warnings.extend(pulled_in.warnings)
     backup = None
     if state.status == "tampered":
@@ -131,7 +131,7 @@ def run_lock(
         shutil.copy2(spec.lock_path, backup)
     atomic_write_text(spec.lock_path, text)
     spec.notes.extend(resolution.notes + pulled_in.notes)
-    side = refresh_sidecar(spec, read_lock(spec.lock_path, spec.requirements_in, target), say)
+    side = refresh_sidecar(spec, read_lock(spec.lock_path, spec.requirements_in, target, spec.bundle.requirements), say)
     updated = target != bundle.target
     if updated:
         update_target(bundle, target)

@@ -356,6 +356,8 @@ def check_entry(bundle: Bundle) -> Item:
         )
     if len(words) > 1 and words[1] == "-c":
         return Item(name, PASS, f"{bundle.entry} (inline code)")
+    if bundle.install_project and words and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", words[0]) and not words[0].startswith("python"):
+        return Item(name, PASS, f"{bundle.entry} (a console script: [build] install_project installs the project's wheel)")
     scripts = [w for w in words[1:] if w.endswith(".py")]
     if scripts and (bundle.root / scripts[0]).is_file():
         return Item(name, PASS, f"{bundle.entry} (script {scripts[0]})")

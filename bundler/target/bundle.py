@@ -23,6 +23,7 @@ so a typo never passes silently)::
     [build]
     lock = "requirements-rebuild.txt"
     requirements = "requirements.in"       # the lock's input: an adopted project's own requirements file
+    install_project = false                # true: the project's own package built (PEP 517) and installed in the image
     size_budget_mb = 3000
     system_packages = ["libgl1"]           # Debian packages in the dependency image (plus apt.txt's, when present)
 
@@ -95,6 +96,7 @@ class Bundle:
     target: Target
     lock: str = "requirements-rebuild.txt"
     requirements: str = "requirements.in"
+    install_project: bool = False  # the project's own package goes into the image as a wheel built from it
     size_budget_mb: int = 3000
     extensions: tuple[Extension, ...] = field(default_factory=tuple)
     inputs: dict[str, str] = field(default_factory=dict)  # [inputs] name = "project-relative path", hashed into each run
@@ -227,6 +229,7 @@ def _bundle_from_dict(root: Path, path: Path, data: dict) -> Bundle:
         lock=_lock_name(root, path, build.get("lock", "requirements-rebuild.txt")),
         requirements=_lock_name(root, path, build.get("requirements", "requirements.in"), key="requirements"),
         size_budget_mb=build.get("size_budget_mb", 3000),
+        install_project=build.get("install_project", False),
         extensions=tuple(
             Extension(e["name"], e["module"], e.get("compile", False), str(e.get("check", ""))) for e in data.get("extensions", [])
         ),

@@ -206,8 +206,8 @@ def _tail(path: str) -> str:
     return " | ".join(lines[-3:])[-500:]
 
 
-def hint_for(error: str, dist: str, version: str) -> str:
-    """What to do about one failed import."""
+def hint_for(error: str, dist: str, version: str, input_name: str = "requirements.in") -> str:
+    """What to do about one failed import (``input_name``: the lock's input, bundle.toml [build] requirements)."""
     from importlib import metadata
 
     if re.search(
@@ -218,24 +218,24 @@ def hint_for(error: str, dist: str, version: str) -> str:
         except metadata.PackageNotFoundError:
             numpy = "?"
         return (
-            f"{dist} {version} was made for NumPy 1.x and this environment has numpy {numpy}: pin `numpy<2` in requirements.in, "
+            f"{dist} {version} was made for NumPy 1.x and this environment has numpy {numpy}: pin `numpy<2` in {input_name}, "
             f"or require a newer release of {dist} built for NumPy 2; then `bundler lock` and `bundler build`."
         )
     newer = re.search(r"(\S+) requires NumPy ([\d.]+) or newer, found ([\d.]+)", error)
     if newer:
         return (
             f"{newer.group(1)}, which {dist} imports, is a release made for NumPy {newer.group(2)}+ while numpy {newer.group(3)} is "
-            f"pinned: pin an older {newer.group(1)} made for NumPy 1.x in requirements.in (or lift the numpy pin); then `bundler lock`."
+            f"pinned: pin an older {newer.group(1)} made for NumPy 1.x in {input_name} (or lift the numpy pin); then `bundler lock`."
         )
     missing = re.search(r"No module named '([^']+)'", error)
     if missing and missing.group(1).split(".")[0] == "pkg_resources":
         return (
-            f"{dist} {version} imports pkg_resources, which setuptools dropped in release 82: pin `setuptools<82` in requirements.in "
+            f"{dist} {version} imports pkg_resources, which setuptools dropped in release 82: pin `setuptools<82` in {input_name} "
             f"(torch needs setuptools>=77, so 77-81 fits), or require a newer release of {dist}; then `bundler lock`."
         )
     if missing:
         return (
-            f"{dist} imports {missing.group(1)}, which is not installed: add the package that provides it to requirements.in "
+            f"{dist} imports {missing.group(1)}, which is not installed: add the package that provides it to {input_name} "
             f"(often an optional extra, `{dist}[…]`), then `bundler lock`."
         )
     soname = syslibs.missing_library(error)
@@ -256,7 +256,7 @@ def hint_for(error: str, dist: str, version: str) -> str:
     if re.search(r"cannot import name|has no attribute", error):
         return (
             f"{dist} {version} expects another version of a package it imports: pin the release {dist} was made with in "
-            f"requirements.in (or a newer {dist}), then `bundler lock --upgrade`."
+            f"{input_name} (or a newer {dist}), then `bundler lock --upgrade`."
         )
     return f"Importing it fails in a fresh interpreter: try the release of {dist} the project was tested with, or a newer one."
 
@@ -278,7 +278,9 @@ def check(lock_path: str, python: str, budget_s: float = DEFAULT_BUDGET_S, gpu_t
     return check_names(names, python, budget_s, gpu_target)
 
 
-def check_names(names: list, python: str, budget_s: float = DEFAULT_BUDGET_S, gpu_target: bool = False) -> dict:
+def check_names(
+    names: list, python: str, budget_s: float = DEFAULT_BUDGET_S, gpu_target: bool = False, input_name: str = "requirements.in"
+) -> dict:
     """Import the distributions ``names``' top-level modules; a report with failures and hints.
 
     On a GPU Target without a visible GPU (a build host), an import that needs the GPU's
@@ -298,7 +300,7 @@ def check_names(names: list, python: str, budget_s: float = DEFAULT_BUDGET_S, gp
             item["hint"] = "It needs a GPU (checked on the rented box)" if result["status"] != "unchecked" else "Raise the time bound."
             warnings.append(item)
             continue
-        item["hint"] = hint_for(result["error"], dist, version)
+        item["hint"] = hint_for(result["error"], dist, version, input_name)
         failures.append(item)
     for name in missing:
         hint = "Install exactly the lock (`bundler build`, or `pip install --require-hashes --no-deps -r` the lock)."
@@ -326,12 +328,13 @@ def main(argv=None) -> int:
     given.add_argument("--direct", type=json.loads, help="the direct dependencies' names as a JSON list")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, help="seconds for all imports together")
     parser.add_argument("--gpu-target", action="store_true", help="the bundle's Target is a GPU backend")
+    parser.add_argument("--input", default="requirements.in", help="the lock's input file, named in the hints")
     args = parser.parse_args(argv)
     try:
         if args.lock:
             report = check(args.lock, sys.executable, args.budget, args.gpu_target)
         else:
-            report = check_names(args.direct, sys.executable, args.budget, args.gpu_target)
+            report = check_names(args.direct, sys.executable, args.budget, args.gpu_target, args.input)
     except (OSError, ValueError) as error:
         sys.stderr.write(f"bdiag.imports: {error}\n")
         return 2

@@ -115,7 +115,13 @@ KEYS: dict[str, dict[str, Check]] = {
         "torch_index": text,
         "fabric": text,  # bundler's target/fabric.py says which names
     },
-    "build": {"lock": file_path, "requirements": file_path, "size_budget_mb": megabytes, "system_packages": package_list},
+    "build": {
+        "lock": file_path,
+        "requirements": file_path,
+        "size_budget_mb": megabytes,
+        "system_packages": package_list,
+        "install_project": flag,  # the project's own package built and installed in the image as a wheel
+    },
     "diagnostics": {"memory_hook": text, "results_dir": text, "dataloader_workers": workers},
 }
 EXTENSION_KEYS: dict[str, Check] = {"name": required_text, "module": import_name, "compile": flag, "check": text}

@@ -74,6 +74,12 @@ def test_the_shipped_archive_runs_with_python_m_and_no_bundler_on_the_path(tmp_p
     assert done.returncode == 1, done.stderr
     results = json.loads(done.stdout.splitlines()[-1])
     assert [(r["name"], r["ok"], r["finding"]) for r in results] == [("passes", True, {"fine": 1}), ("fails", False, {"broken": 2})]
+    # the import check imports its contracts and reads the table of system libraries from the archive alone
+    probe = "from bdiag import imports; print(imports.system_libraries()['libraries']['libGL.so'])"
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path / top)}, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "libgl1", done.stderr
 
 
 def test_an_engine_over_ssh_is_exit_7_saying_how_to_forward_its_socket(monkeypatch):

@@ -114,9 +114,8 @@ def programs_archive(project: Path | None = None) -> bytes:
     files += [(f"{top}/bundler/contracts/{name}", CONTRACTS / name) for name in ("__init__.py", "buildtag.py")]  # torchbuild's rule
     if bdiag is not None and (bdiag / "imports.py").is_file():
         files += [(f"{top}/bdiag/__init__.py", bdiag / "__init__.py"), (f"{top}/bdiag/imports.py", bdiag / "imports.py")]
-        shared = ("__init__.py", "syslibs.py", "system-libraries.json")  # what imports.py reads of its contracts
-        contracts = bdiag / "contracts"
-        files += [(f"{top}/bdiag/contracts/{name}", contracts / name) for name in shared if (contracts / name).is_file()]
+        shared = sorted(path for path in (bdiag / "contracts").glob("*") if path.suffix in (".py", ".json"))  # what it imports and reads
+        files += [(f"{top}/bdiag/contracts/{path.name}", path) for path in shared]
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for folder in sorted({name.rsplit("/", 1)[0] for name, _ in files} | {top, f"{top}/bundler"}):  # bundler: a namespace
             info = tarfile.TarInfo(folder)

@@ -161,14 +161,8 @@ def build_in_container(
     """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log).
     ``input_name``: the lock's input (bundle.toml [build] requirements), named in the refusal's hint."""
     out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
-    env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
-    env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"})
-    mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()]
-    mounts += [Mount(str(sdist.parent), "/in"), Mount(str(out), "/out", read_only=False)]
-    script = (
-        f"set -e; PY=$(command -v {python}); cd /tmp; "
-        f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out "/in/{sdist.name}"'
-    )
+    env, mounts = _builder_mounts(sdist.parent, out)
+    script = _wheel_script(python, f'"/in/{sdist.name}"')
     if against is not None:
         env_folder = out / ".env"
         env_folder.mkdir()
@@ -181,25 +175,7 @@ def build_in_container(
         )
     else:
         say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
-    spec = RunSpec(
-        image,
-        [script],
-        entrypoint=["/bin/sh", "-c"],
-        environment=env,
-        mounts=mounts,
-        user=f"{os.getuid()}:{os.getgid()}",
-        working_dir="/tmp",
-        network_mode="bridge",
-    )
-    try:
-        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)  # exit -1: the build ran past its time
-    except EngineFailure as error:
-        raise BuildError(
-            f"the builder container for {name}=={version} could not run: {error.explanation[:300]}.",
-            hint="Check the engine's log and its free disk space, then build again.",
-            value=name,
-        ) from None
-    code, log = ran.exit_code, ran.output
+    code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}")
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
         raise build_failure(name, version, sdist, code, log, against, input_name)
@@ -232,15 +208,30 @@ def _pip_wheel(
 ) -> tuple[int, str, list[Path]]:
     """``pip wheel --no-deps what`` in a fresh venv of ``image`` with ``mounted`` at /in; (exit, log, wheels)."""
     out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
+    env, mounts = _builder_mounts(mounted, out, environment)
+    copy = f"cp -R {copy_from} {what}; " if copy_from else ""
+    code, log = _run_builder(engine, image, _wheel_script(python, what, copy), env, mounts, name)
+    return code, log, sorted(out.glob("*.whl"))
+
+
+def _builder_mounts(mounted: Path, out: Path, environment: dict[str, str] | None = None) -> tuple[dict[str, str], list[Mount]]:
+    """The builder's environment (the host's pip settings, a fixed build time) and mounts: ``mounted`` at /in, ``out`` at /out."""
     env, volumes = container_pip(host_pip_settings(), "/tmp/pip-cache")
     env.update({"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, "PIP_NO_INPUT": "1"} | (environment or {}))
     mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in volumes.items()]
-    mounts += [Mount(str(mounted), "/in"), Mount(str(out), "/out", read_only=False)]
-    copy = f"cp -R {copy_from} {what}; " if copy_from else ""
-    script = (
-        f"set -e; PY=$(command -v {python}); cd /tmp; {copy}"
+    return env, [*mounts, Mount(str(mounted), "/in"), Mount(str(out), "/out", read_only=False)]
+
+
+def _wheel_script(python: str, what: str, before: str = "") -> str:
+    """A PEP 517 ``pip wheel`` of ``what`` into /out, in a fresh venv of the image's ``python``."""
+    return (
+        f"set -e; PY=$(command -v {python}); cd /tmp; {before}"
         f'"$PY" -m venv /tmp/venv; /tmp/venv/bin/python -m pip wheel --use-pep517 --no-deps --no-cache-dir -w /out {what}'
     )
+
+
+def _run_builder(engine: Engine, image: str, script: str, env: dict[str, str], mounts: list[Mount], what: str) -> tuple[int, str]:
+    """``script`` in a builder container as the calling user; (exit, log), exit -1 when it ran past BUILD_TIMEOUT_S."""
     spec = RunSpec(
         image,
         [script],
@@ -252,14 +243,14 @@ def _pip_wheel(
         network_mode="bridge",
     )
     try:
-        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)  # exit -1: the build ran past its time
+        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)
     except EngineFailure as error:
         raise BuildError(
-            f"the builder container for {name} could not run: {error.explanation[:300]}.",
+            f"the builder container for {what} could not run: {error.explanation[:300]}.",
             hint="Check the engine's log and its free disk space, then build again.",
-            value=name,
+            value=what.split("==")[0],
         ) from None
-    return ran.exit_code, ran.output, sorted(out.glob("*.whl"))
+    return ran.exit_code, ran.output
 
 
 def _log_tail(log: str) -> str:

@@ -219,6 +219,8 @@ def measure_rebuild(kind: str, base: str, work: Path, repeat: int, compare: tupl
     engine_share = statistics.median(e for _, e in in_process)
     print(f"\n== {kind}: code-only rebuild, dependency image {first.built.deps.reference} (reused: {first.built.deps.reused}) ==")
     print(f"load average before: {os.getloadavg()[0]:.1f}")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):  # an installed bundler has its bytecode: pip compiles it at install time
+        print("PYTHONDONTWRITEBYTECODE is set: every process compiles bundler's modules from source (unset it to time what users run)")
     print("whole `bundler build` process  " + " ".join(f"{s:.2f}" for s in whole) + f"  median {statistics.median(whole):.2f} s")
     for tree, seconds in zip(compare, others, strict=True):
         print(

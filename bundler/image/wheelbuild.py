@@ -31,7 +31,7 @@ from bundler.contracts.lockformat import INDEX_OPTIONS, Pin, render_body
 from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text, sha256_file
 from bundler.image import builder, torchenv
-from bundler.image.wheelhouse import cache_root, find_cached
+from bundler.image.wheelhouse import cache_root, download, find_cached
 from bundler.lock.lockfile import Lock
 from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems
 from bundler.lock.sources import PYPI_SIMPLE, index_files, target_tags
@@ -51,9 +51,9 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
         return lock, notes
     replacements = {}
     for item in side.source_builds:
-        against = _against_torch(item, lock, bundle.target, base)
-        key = target_key(bundle.target, base.reference) + (f" {against.plan.cache_key}" if against else "")
-        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say, against, bundle.requirements)
+        plan = _torch_plan(item, lock, bundle.target, base)
+        key = target_key(bundle.target, base.reference) + (f" {plan.cache_key}" if plan else "")
+        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say, plan, bundle.requirements)
         recorded = item.get("wheels", {}).get(key)
         if recorded and recorded.get("sha256") != digest:
             notes.append(
@@ -121,8 +121,10 @@ def _cached_wheel(item: dict, key: str) -> tuple[Path, str] | None:
     return None
 
 
-def _against_torch(item: dict, lock: Lock, target, base) -> builder.AgainstTorch | None:
-    """How ``item`` is built against the Target's torch, or None when its build does not import torch."""
+def _torch_plan(item: dict, lock: Lock, target, base) -> torchenv.TorchBuildPlan | None:
+    """How ``item`` is built against the Target's torch (what its cache key names), or None when its build does not
+    import torch. The torch wheel's digest is the wheel cache's own name for it: nothing is hashed or fetched again
+    while the torch wheel is cached, so a rebuild whose wheel is cached costs no pass over torch."""
     sdist = _sdist(item, lock)
     if not item.get("build_imports_torch") and not torchenv.imports_torch(sdist):
         return None
@@ -133,20 +135,34 @@ def _against_torch(item: dict, lock: Lock, target, base) -> builder.AgainstTorch
             hint="Add torch to requirements.in and run `bundler lock`.",
             path=lock.path,
         )
+    cached = find_cached(torch_pin)
+    if cached is None:
+        download([torch_pin], lock.indexes, target)
+        cached = find_cached(torch_pin)
+    if cached is None:
+        raise BuildError(
+            f"{item['name']}=={item['version']} builds against torch=={torch_pin.version}, whose wheel for the Target was not downloaded.",
+            hint="Check the network and the lock's indexes, then build again.",
+            value=item["name"],
+        )
+    return torchenv.plan(target, base.reference, f"torch=={torch_pin.version}", cached.sha256, torchenv.build_requires(sdist))
+
+
+def _against_torch(plan: torchenv.TorchBuildPlan, lock: Lock, target) -> builder.AgainstTorch:
+    """What the build installs first: torch and what it needs from the lock, each file hashed again (only on a build)."""
     wheels = torchenv.torch_closure(lock, target)
-    torch_wheel = next(w for w in wheels if canonicalize_name(w.pin.name) == "torch")
-    plan = torchenv.plan(target, base.reference, f"torch=={torch_pin.version}", torch_wheel.sha256, torchenv.build_requires(sdist))
     constraints = [f"{pin.name}=={pin.version}" + (f" ; {pin.marker}" if pin.marker else "") for pin in lock.pins]
     return builder.AgainstTorch(plan, wheels, constraints, cache_root())
 
 
 def _wheel_for(
-    item: dict, key: str, lock: Lock, target, engine, base, say, against=None, input_name: str = "requirements.in"
+    item: dict, key: str, lock: Lock, target, engine, base, say, plan=None, input_name: str = "requirements.in"
 ) -> tuple[Path, str]:
     cached = _cached_wheel(item, key)
     if cached is not None:
         return cached
     sdist = _sdist(item, lock)
+    against = _against_torch(plan, lock, target) if plan is not None else None
     if against is not None and against.plan.base != base.reference:
         from bundler.engine import base_image
 

@@ -687,3 +687,19 @@ def test_a_hand_edit_of_the_tables_json_copy_is_found_stale(tmp_path):
     table["libraries"]["libGL.so"] = "libgl1-mesa-glx"
     copy.write_text(json.dumps(table), encoding="utf-8")
     assert generate.differing(tmp_path) == [copy]
+
+
+@pytest.mark.parametrize(
+    ("text", "host"),
+    [
+        ("registry.example.com:5000/team/x:1", "registry.example.com:5000"),
+        ("localhost/x", "localhost"),
+        ("127.0.0.1:5000/x@sha256:" + "a" * 64, "127.0.0.1:5000"),
+        ("team/x:1", ""),
+        ("python:3.11-slim", ""),
+        ("ghcr.io/o/r", "ghcr.io"),
+    ],
+)
+def test_one_reading_of_the_registry_a_reference_names(text, host):
+    """The push's credentials, the Slurm script's pull and Pyxis' spelling, and SkyPilot's login all read it here."""
+    assert reference.registry_host(text) == host

@@ -44,6 +44,13 @@ def parse_reference(text: str) -> Reference:
     return Reference(match.group("repository"), match.group("tag") or "", match.group("digest") or "")
 
 
+def registry_host(reference: str) -> str:
+    """The registry a reference names: its first part when more follows and that part has a dot, a port or is
+    localhost (``registry.example.com:5000/team/x:1`` -> ``registry.example.com:5000``); "" for Docker Hub's names."""
+    first = reference.split("/", 1)[0]
+    return first if "/" in reference and ("." in first or ":" in first or first == "localhost") else ""
+
+
 def _why(text: str) -> str:
     if not text:
         return "it is empty"

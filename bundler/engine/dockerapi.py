@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
+from bundler.contracts.reference import registry_host
 from bundler.engine import wire
 from bundler.engine.base import (
     BuildFailed,
@@ -360,12 +361,6 @@ def _split_reference(reference: str) -> tuple[str, str]:
         name, tag = last.rsplit(":", 1)
         return f"{head}/{name}" if head else name, tag
     return reference, "latest"
-
-
-def registry_host(repository: str) -> str:
-    """The registry a repository names (its first part, when that has a dot, a port or is localhost); "" for Docker Hub."""
-    first = repository.split("/", 1)[0]
-    return first if "/" in repository and ("." in first or ":" in first or first == "localhost") else ""
 
 
 def is_loopback_registry(repository: str) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from bundler.contracts.reference import registry_host
 from bundler.errors import UsageError
 from bundler.image import layout
 from bundler.jobs import launch
@@ -60,7 +61,6 @@ INFRA_RE = re.compile(r"[A-Za-z0-9*][A-Za-z0-9_.:@*/-]*", re.ASCII)  # cloud[/re
 DOCKER_LOGIN = ("SKYPILOT_DOCKER_USERNAME", "SKYPILOT_DOCKER_PASSWORD", "SKYPILOT_DOCKER_SERVER")
 REGISTRY_LOGIN = ("BUNDLE_REGISTRY_USERNAME", "BUNDLE_REGISTRY_PASSWORD")  # read by the in-run route's setup
 RUNTIMES = ("apptainer", "docker", "podman")
-_REGISTRY_HOST = re.compile(r"^(localhost(?::[0-9]+)?|[^/]*[.:][^/]*)/")
 
 
 def check_infra(text: str | None) -> str:
@@ -79,12 +79,6 @@ def check_infra(text: str | None) -> str:
 def in_run(infra: str) -> bool:
     """Whether the task runs the image itself: on Slurm, which refuses `image_id: docker:` without Pyxis."""
     return infra.split("/", 1)[0].lower() == "slurm"
-
-
-def registry_host(reference: str) -> str:
-    """The registry a reference names ("" for Docker Hub's short names)."""
-    match = _REGISTRY_HOST.match(reference)
-    return match.group(1) if match else ""
 
 
 def render(inputs, infra: str = "") -> str:

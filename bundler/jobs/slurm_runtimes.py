@@ -13,9 +13,9 @@ cancelled. Pyxis (``srun --container-image``) and Apptainer run inside the job's
 
 from __future__ import annotations
 
-import re
 import shlex
 
+from bundler.contracts.reference import registry_host
 from bundler.errors import UsageError
 from bundler.image import layout
 from bundler.jobs.reference import Image
@@ -24,7 +24,6 @@ APPTAINER_GPU_FLAGS = {"cuda": ["--nv"], "rocm": ["--rocm"], "cpu": []}
 RUNTIMES = ("apptainer", "docker", "podman", "pyxis")
 DEFAULT_RUNTIME = "apptainer"
 CHECK_SECONDS = 60  # an image check (or a node's engine) that takes longer is a failed node
-_REGISTRY_HOST = re.compile(r"^(?:localhost|[^/]*[.:][^/]*)/")  # a first component that names a registry
 
 _MISSING = 'echo "bundler job: node $node has no image $IMAGE: {how}" >&2; return 3'
 _NO_GPU = (
@@ -62,15 +61,15 @@ def image_lines(runtime: str, image: Image) -> list[str]:
     """The script's lines that name the image for ``runtime`` (Apptainer's .sif lines are slurm.py's)."""
     if runtime == "pyxis":
         return [f"export IMAGE={shlex.quote(pyxis_reference(image))}"]
-    pull = 1 if _REGISTRY_HOST.match(image.pinned) else 0  # a name of no registry is a local tag: never pulled
+    pull = 1 if registry_host(image.pinned) else 0  # a name of no registry is a local tag: never pulled
     return [f"export IMAGE={shlex.quote(image.pinned)}", f"export PULL={pull}"]
 
 
 def pyxis_reference(image: Image) -> str:
     """enroot's spelling of a reference: the registry host and the path split by '#'."""
     reference = image.pinned
-    match = _REGISTRY_HOST.match(reference)
-    return f"{reference[: match.end() - 1]}#{reference[match.end() :]}" if match else reference
+    host = registry_host(reference)
+    return f"{host}#{reference[len(host) + 1 :]}" if host else reference
 
 
 def node_step_body(runtime: str, backend: str, env_names: list[str]) -> list[str]:

@@ -33,12 +33,18 @@ from pathlib import Path, PurePosixPath
 from bundler.contracts.dotenv import writable
 from bundler.fsutil import replace_with_backups
 from bundler.portability import scan as paths
+from bundler.portability.category import run_output
 from bundler.portability.classify import ENV_LOCAL, read_env_local
 from bundler.portability.equivalence import omegaconf_problem, python_problem, python_unreadable
 from bundler.portability.python_rewrite import manual, rewrite_python
 from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
 from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
 from bundler.portability.support import _env_local_text, _support_files, foreign_helper
+
+RUN_OUTPUT = (
+    "captured output of a run, a record of the machine it ran on: --fix never rewrites a record;"
+    " remove it from the project, or leave it out of the image (.dockerignore)"
+)
 
 
 @dataclass
@@ -157,6 +163,8 @@ class _Context:
         if links:
             why = "a symlink's target: re-create the link on the other machine"
             return _Plan(FileChange(relative, "unchanged", manual=[manual(f, why) for f in links], reason="no automatic rewrite"))
+        if run_output(relative):
+            return _Plan(FileChange(relative, "unchanged", manual=[manual(f, RUN_OUTPUT) for f in findings], reason="no automatic rewrite"))
         try:
             status = path.stat()
             if status.st_size > paths.MAX_FILE_BYTES:  # found by a scan in parts; a rewrite would hold it whole

@@ -56,7 +56,7 @@ _CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
     (b"USERPROFILE", re.compile(rb"USERPROFILE[\"']")),
     (b"home()", re.compile(rb"home\(\)")),
 )  # expanduser("~…") needs no trigger of its own: its ~ is one
-_NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES
+_NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES | {".log"}  # a log is code, but holds no home lookups of its own
 _WORD_BREAK = re.compile(rb"[\s\"'`(<\[=,]")
 _TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0c\x1b"
 _BARE_STRING = re.compile(rb"""[rRuUbBfF]{0,2}(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|""\".*|'''.*)\s*(?:#.*)?""")
@@ -225,7 +225,8 @@ class Scanner:
     def scan_link(self, relative: str, target: str, result: ScanResult) -> None:
         """A symlink's target names a folder on one machine when it has a machine-specific shape."""
         data = os.fsencode(target)
-        for finding in self.findings_in(relative, data, "config", [0]):
+        category = "docs" if category_of(relative) == "docs" else "config"  # a link in docs/ or logs/ is documentation
+        for finding in self.findings_in(relative, data, category, [0]):
             if finding.shape == "temp-dir":
                 continue  # a link into a temporary folder keeps no output there
             finding.kind = "symlink-target"

@@ -61,7 +61,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
         rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
         rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
-        rb"(?P<remote>:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
+        rb"(?P<remote>:(?:~|/|[\w.-]+/|[\w*-][\w.*-]*)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",
     ]
@@ -281,6 +281,7 @@ def portable_absolute(text: str) -> bool:
 
 
 _REMOTE_HOST = re.compile(rb"(?:[\w.-]+@)?[\w-]+(?:\.[\w-]+)*")
+_VARIABLE_HOST = re.compile(rb"[\w.-]+@\$\{?[A-Za-z_]\w*\}?$")  # ubuntu@$ip:, ubuntu@${HOST}: (a user, then the host's variable)
 
 
 def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
@@ -289,6 +290,10 @@ def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
     Read back from the colon, so that a long word with no colon costs nothing (a regex
     trying ``[word-]+:`` at every position of it would take quadratic time).
     """
+    if data[colon - 1 : colon] == b"}" or b"$" in data[max(line_start, colon - 40) : colon]:
+        variable = _VARIABLE_HOST.search(data, max(line_start, colon - 80), colon)
+        if variable is not None:
+            return variable.start()
     begin = colon
     while begin > line_start and (word_byte(data[begin - 1]) or data[begin - 1] in b".-@"):
         begin -= 1
@@ -326,8 +331,8 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 if start is None:
                     continue
             if group == "remote":
-                start = remote_start(data, line_start, start)
-                if start is None:
+                colon, start = start, remote_start(data, line_start, start)
+                if start is None or (_bare_name(data, colon, end) and not _user_and_copy(data, line_start, line_end, start, colon)):
                     continue
             if not preceded_ok(group, data, start):
                 continue
@@ -364,6 +369,16 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
 
 _TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone)\b")
 _PATTERNS = shape_patterns([])
+
+
+def _bare_name(data: bytes, colon: int, end: int) -> bool:
+    """``host:results*``: a name in the other machine's home, no folder after the colon."""
+    return data[colon + 1 : colon + 2] not in (b"~", b"/") and b"/" not in data[colon:end]
+
+
+def _user_and_copy(data: bytes, line_start: int, line_end: int, start: int, colon: int) -> bool:
+    """A bare name after ``host:`` is a remote file only as ``user@host:name`` on a copying command's line."""
+    return b"@" in data[start:colon] and _TRANSFER.search(data, line_start, line_end) is not None
 
 
 def machine_paths(text: str) -> list[tuple[str, str]]:

@@ -87,7 +87,30 @@ def is_remote(data: bytes, line_start: int, start: int) -> bool:
         word -= 1
     if word < start and _REMOTE_PREFIX.match(data, word, start) and (b"@" in data[word:start] or _TRANSFER.search(data, line_start, start)):
         return True
-    return _SSH_COMMAND.search(data, line_start, start) is not None
+    return ssh_runs(data, line_start, start)
+
+
+# ssh's options that take a value (``-i key.pem``, ``-F config``, ``-o IdentityFile=…``): local files, not the other machine's.
+_SSH_VALUE_OPTIONS = frozenset(b"BbcDEeFIiJLlmOoPpQRSWw")
+_WORD = re.compile(rb"\S+")
+
+
+def ssh_runs(data: bytes, line_start: int, at: int) -> bool:
+    """Is ``at`` in the command an ``ssh`` on its line runs on the other machine: past ssh's options, their
+    values and the destination? ``ssh -i /Users/u/key.pem host`` reads its key here; ``ssh host ls /data`` there."""
+    for command in _SSH_COMMAND.finditer(data, line_start, at):
+        value_next = False
+        for word in _WORD.finditer(data, command.end(), at):
+            text = word.group(0)
+            if value_next:
+                value_next = False
+            elif text.startswith(b"-"):
+                value_next = len(text) == 2 and text[1] in _SSH_VALUE_OPTIONS
+            else:  # the destination: what follows it runs over there
+                if word.end() < at:
+                    return True
+                break
+    return False
 
 
 _ASSIGNMENT = re.compile(rb"(?:^|[;\s])(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)\s*=\s*[rRuUfFbB]{0,2}[\"']?$")
@@ -130,7 +153,7 @@ def _remote_use(data: bytes, at: int) -> bool:
     line_start = data.rfind(b"\n", 0, at) + 1
     if _HOST_BEFORE.search(data, max(line_start, at - 80), at) and _TRANSFER.search(data, line_start, at):
         return True
-    return _SSH_COMMAND.search(data, line_start, at) is not None
+    return ssh_runs(data, line_start, at)
 
 
 # --- web paths ---------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
-    (b"@", re.compile(rb"@[\w.-]+:")),
+    (b"@", re.compile(rb"@(?:[\w.-]+|\$\{?\w+\}?):")),
 )
 _CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
     (b"HOME", re.compile(rb"HOME[\"']")),

@@ -1,0 +1,110 @@
+"""What rounds F and G of first contact met: captured output of runs, ssh's own options, folders right
+under ``/``, caches kept in scratch, dot folders the code makes, notebooks' cell magics and outputs.
+
+Fixtures of our own, one per class and written as the rule reads (README of the hand labels), not
+as any repository spelled it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bundler.portability import fix as pathfix
+from bundler.portability import scan as paths
+from tests.paths_support import build_tree
+
+RUN = "out/wandb/run-20260101_120000-ab12cd34"
+
+
+def _found(root, name=None):
+    return [(f.file, f.line, f.shape, f.category) for f in paths.scan(root).findings if name is None or f.file == name]
+
+
+# --- captured output of a run is code, outside docs/ and logs/ ----------------------------------
+
+
+def test_captured_output_is_code_outside_docs_and_logs(tmp_path):
+    root = build_tree(
+        tmp_path / "p",
+        {
+            f"{RUN}/files/config.yaml": "_wandb:\n  value:\n    code_path: /blue/lab/ab/proj/train.py\n",
+            f"{RUN}/files/output.log": 'File "/home/ab/env/lib/python3.12/site-packages/torch/x.py", line 3\n',
+            f"{RUN}/logs/debug.log": "wandb dir /home/ab/proj/out/wandb\n",
+            "configs/wandb/default.yaml": "dir: /home/ab/runs\n",  # a project's own config folder called wandb
+            "mlruns/0/abc/meta.yaml": "source: /home/ab/proj/train.py\n",
+            "experiments/a/run.log": "  File /users/ab/env/lib/site.py\n",
+            "experiments/a/train.log.txt": "saved in C:\\Users\\ab\\proj\\out\n",
+            "slurm-123.out": "cd /home/ab/proj\n",
+            "logs/run.log": "  File /users/ab/env/lib/site.py\n",
+            "docs/notes.log": "see /home/ab/notes\n",
+            "NOTES.txt": "on /home/ab/notes\n",
+        },
+    )
+    found = {(f, c) for f, _, _, c in _found(root)}
+    code = {f"{RUN}/files/config.yaml", f"{RUN}/files/output.log", "mlruns/0/abc/meta.yaml", "experiments/a/run.log"}
+    code |= {"experiments/a/train.log.txt", "slurm-123.out"}
+    docs = {f"{RUN}/logs/debug.log", "logs/run.log", "docs/notes.log", "NOTES.txt"}
+    assert found == {(f, "code") for f in code} | {(f, "docs") for f in docs} | {("configs/wandb/default.yaml", "config")}
+    assert not paths.scan(root).skipped
+
+
+def test_fix_never_rewrites_a_record_of_a_run(tmp_path):
+    records = {
+        "experiments/a/run.log": "# run on /home/ab/proj\n",  # a comment-like line: still a record, not a comment to rewrite
+        f"{RUN}/files/config.yaml": "data: /home/ab/data\n",
+        "slurm-123.out": "# cd /home/ab/proj\n",
+    }
+    root = build_tree(tmp_path / "p", {**records, "train.sh": "ls /home/ab/data\n"})
+    result = pathfix.fix(root)
+    changes = {c.file: c for c in result.changes}
+    for name, text in records.items():
+        assert (root / name).read_text() == text
+        assert changes[name].status == "unchanged"
+        whys = [m["why"] for m in changes[name].manual]
+        assert whys and all("record" in why and "remove" in why for why in whys)
+    assert changes["train.sh"].status == "fixed"
+    assert {f.file for f in paths.scan(root).failing} == set(records)  # the records' findings remain
+    assert pathfix.fix(root).written == []
+
+
+def test_a_link_in_a_logs_folder_is_documentation(tmp_path):
+    root = build_tree(tmp_path / "p", {"x.py": ""})
+    (root / f"{RUN}/logs").mkdir(parents=True)
+    (root / f"{RUN}/logs/debug-core.log").symlink_to("/home/ab/.cache/wandb/logs/core.log")
+    assert _found(root) == [(f"{RUN}/logs/debug-core.log", 1, "home", "docs")]
+
+
+# --- ssh's option values are this machine's files ---------------------------------------------------
+
+
+def test_ssh_options_are_local_and_its_command_is_remote(tmp_path):
+    script = (
+        "ssh -i /Users/ab/keys/lab.pem -o UserKnownHostsFile=/dev/null ubuntu@$ip\n"  # 1 the key is here
+        "ssh -F /home/ab/.ssh/lab_config -p 22 lab ls /home/ab/runs\n"  # 2 the config here, the listing there
+        "ssh -o IdentityFile=/home/ab/k.pem lab\n"  # 3 here
+        'rsync -e "ssh -i /home/ab/k.pem" out/ lab:/data/out/\n'  # 4 the key here, the target there
+        "#scp -i KEY ubuntu@$ip:results* $store/.\n"  # 5 commented out: still the other machine's, as a live line
+        "scp ubuntu@${HOST}:/home/ubuntu/out.tar .\n"  # 6 a user, then the host's variable
+    )
+    root = build_tree(tmp_path / "p", {"up.sh": script})
+    assert _found(root, "up.sh") == [
+        ("up.sh", 1, "home", "code"),
+        ("up.sh", 2, "home", "code"),
+        ("up.sh", 2, "home", "remote"),
+        ("up.sh", 3, "home", "code"),
+        ("up.sh", 4, "home", "code"),
+        ("up.sh", 4, "remote", "remote"),
+        ("up.sh", 5, "remote", "remote"),
+        ("up.sh", 6, "remote", "remote"),
+    ]
+
+
+def test_a_variable_only_ssh_reads_as_its_key_is_local(tmp_path):
+    script = 'KEY="/Users/ab/keys/lab.pem"\nOUT="/home/ab/runs"\nssh -i $KEY lab "ls $OUT"\n'
+    root = build_tree(tmp_path / "p", {"up.sh": script})
+    assert _found(root, "up.sh") == [("up.sh", 1, "home", "code"), ("up.sh", 2, "home", "remote")]
+
+
+def test_a_bare_name_after_a_colon_is_no_remote_file_off_a_copy_line(tmp_path):
+    root = build_tree(tmp_path / "p", {"c.py": "d = {'a':b}\nmail = 'ab@lab:results'\n", "c.json": json.dumps({"k": "x:y"})})
+    assert _found(root) == []

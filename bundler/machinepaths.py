@@ -69,7 +69,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?)+"  # /scratch/${ACCOUNT}/x is absolute too
         parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
         parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
-        parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`]|[ \t]*(?:#|\r?\n|$)))")
+        parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|$))")
     patterns = []
     for part in parts:
         pattern = re.compile(part)
@@ -136,6 +136,34 @@ def path_named(data: bytes, line_start: int, start: int) -> bool:
         return False
     name = match.group("name")
     return _FOLDER_WORD.search(name) is not None and _CONTAINER_SIDE.search(name) is None
+
+
+# A command or a call that takes a folder or a file there: ``mkdir /build``, ``cd /build && …``,
+# ``tar -C /build``, ``os.chdir("/build")``, ``shutil.copy(x, "/build")``.
+_SHELL_FOLDER_USE = re.compile(
+    rb"(?:^|[;&|(`!\"']|\$\()\s*(?:sudo\s+)?(?:mkdir|cd|pushd|cp|mv|rm|rmdir|ls|ln|tar|touch|chmod|chown|du|rsync)"
+    rb"\s[^;&|`\n\"'#]*[\"']?$",
+    re.M,
+)
+_PYTHON_FOLDER_USE = re.compile(
+    rb"\b(?:chdir|makedirs|mkdir|rmtree|copytree|copyfile|copy2?|move|listdir|scandir|walk|open|Path|PurePath|join|exists|isdir|glob)"
+    rb"\((?:[^()\n]*,\s*)?[rRbBuUfF]{0,2}\\?[\"']$"
+)
+# The names the Filesystem Hierarchy Standard (and macOS) gives to the folders right under /: the
+# system's own, the same on every machine. Any other folder there (/build_tmp, /kaggle) is one machine's.
+FHS_TOP = frozenset({"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt", "opt", "proc"})
+FHS_TOP |= frozenset({"root", "run", "sbin", "srv", "sys", "tmp", "usr", "var", "nix", "snap"})
+FHS_TOP |= frozenset({"System", "Library", "Applications", "Users", "Volumes", "private", "cores"})
+
+
+def used_as_folder(data: bytes, line_start: int, start: int, end: int) -> bool:
+    """Is the folder right under ``/`` at ``start`` (``/build_tmp``) used as one, by a shell command or a
+    Python call on its line, and is it none of the system's own (FHS names)?"""
+    if data[start + 1 : end].decode("latin-1") in FHS_TOP:
+        return False
+    if _SHELL_FOLDER_USE.search(data, line_start, start) is not None:
+        return True
+    return _PYTHON_FOLDER_USE.search(data, max(line_start, start - 200), start) is not None
 
 
 _STRING_METHOD = re.compile(
@@ -353,7 +381,7 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 and not (end - start > 3 and data[start + 1 : start + 2] != b":" and _TRANSFER.search(data, line_start, line_end))
             ):
                 continue  # host:path without a user: only on a copying command's line
-            if group == "single" and not path_named(data, line_start, start):
+            if group == "single" and not (path_named(data, line_start, start) or used_as_folder(data, line_start, start, end)):
                 continue
             if group in ("absolute", "rooted", "single") and portable_absolute(data[start:end].decode("utf-8", "replace")):
                 continue

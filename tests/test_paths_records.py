@@ -108,3 +108,28 @@ def test_a_variable_only_ssh_reads_as_its_key_is_local(tmp_path):
 def test_a_bare_name_after_a_colon_is_no_remote_file_off_a_copy_line(tmp_path):
     root = build_tree(tmp_path / "p", {"c.py": "d = {'a':b}\nmail = 'ab@lab:results'\n", "c.json": json.dumps({"k": "x:y"})})
     assert _found(root) == []
+
+
+# --- a folder right under / that is not the system's, where it is used as a folder ------------------
+
+
+def test_a_folder_right_under_the_root_is_one_machines_where_it_is_used_as_one(tmp_path):
+    python = (
+        "import os, re, shutil\n"
+        "os.chdir('/build_tmp')\n"  # 2
+        'os.makedirs("/build_tmp", exist_ok=True)\n'  # 3
+        "shutil.copy(x, '/build_tmp')\n"  # 4
+        "@app.route('/predict')\n"  # not a folder: a web route
+        "parts = s.split('/data')\n"  # a split argument
+        "pattern = re.compile('/build')\n"  # a regex
+        "u = 'http://x.org/build_tmp'\n"  # a URL's part
+        "os.chdir('/tmp')\n"  # the system's own (FHS names)
+        "os.chdir('/mnt')\n"
+    )
+    shell = "mkdir /build_tmp\ncd /build_tmp && make\ntar xf a.tar -C /build_tmp --strip 1\ncd /srv\necho /build_tmp\n"
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 1}
+    notebook = {"cells": [{**cell, "source": ["!mkdir /build_tmp\n", "import os\n", 'os.chdir("/build_tmp")\n']}], "metadata": {}}
+    notebook |= {"nbformat": 4, "nbformat_minor": 5}
+    root = build_tree(tmp_path / "p", {"a.py": python, "b.sh": shell, "n.ipynb": json.dumps(notebook, indent=1)})
+    found = {(f, n) for f, n, shape, _ in _found(root) if shape == "absolute"}
+    assert found == {("a.py", 2), ("a.py", 3), ("a.py", 4), ("b.sh", 1), ("b.sh", 2), ("b.sh", 3), ("n.ipynb", 9), ("n.ipynb", 11)}

@@ -11,6 +11,7 @@ import json
 
 from bundler.portability import fix as pathfix
 from bundler.portability import scan as paths
+from bundler.portability.python_rewrite import NOTEBOOK_IMPORT
 from tests.paths_support import build_tree
 
 RUN = "out/wandb/run-20260101_120000-ab12cd34"
@@ -133,3 +134,47 @@ def test_a_folder_right_under_the_root_is_one_machines_where_it_is_used_as_one(t
     root = build_tree(tmp_path / "p", {"a.py": python, "b.sh": shell, "n.ipynb": json.dumps(notebook, indent=1)})
     found = {(f, n) for f, n, shape, _ in _found(root) if shape == "absolute"}
     assert found == {("a.py", 2), ("a.py", 3), ("a.py", 4), ("b.sh", 1), ("b.sh", 2), ("b.sh", 3), ("n.ipynb", 9), ("n.ipynb", 11)}
+
+
+# --- notebooks: a cell magic stays first, another language is left as is, outputs are records -------
+
+
+def _notebook(*sources, outputs=()):
+    cells = [{"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [], "source": list(s)} for s in sources]
+    for index, text in outputs:
+        cells[index]["outputs"] = [{"name": "stdout", "output_type": "stream", "text": [text]}]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_a_cell_magic_stays_first_and_another_language_is_left_as_is(tmp_path):
+    writefile = ["%%writefile run.sh\n", "#!/bin/sh\n", "ls /home/ab/data\n"]
+    timed = ["%%time\n", "x = open('/home/ab/data/x.csv')"]
+    bash = ["%%bash\n", "cd /home/ab/data\n"]
+    plain = ["y = '/home/ab/data/y.csv'"]
+    root = build_tree(tmp_path / "p", {"n.ipynb": _notebook(writefile, timed, bash, plain)})
+    result = pathfix.fix(root)
+    cells = [c["source"] for c in json.loads((root / "n.ipynb").read_text())["cells"]]
+    assert cells[0] == writefile and cells[2] == bash  # another language: left as is, with a reason
+    assert cells[1] == ["%%time\n", NOTEBOOK_IMPORT, 'x = open(param_path("DATA_ROOT", "x.csv"))']
+    assert cells[3] == ['y = param_path("DATA_ROOT", "y.csv")']
+    whys = [m["why"] for m in result.changes[0].manual]
+    assert len(whys) == 2 and "%%writefile cell" in whys[0] and "%%bash cell" in whys[1]
+    assert pathfix.fix(root).written == []
+
+
+def test_the_import_goes_into_the_first_cell_that_is_python(tmp_path):
+    root = build_tree(tmp_path / "p", {"n.ipynb": _notebook(["%%writefile a.txt\n", "hello\n"], ["y = '/home/ab/data/y.csv'"])})
+    pathfix.fix(root)
+    cells = [c["source"] for c in json.loads((root / "n.ipynb").read_text())["cells"]]
+    assert cells == [["%%writefile a.txt\n", "hello\n"], [NOTEBOOK_IMPORT, 'y = param_path("DATA_ROOT", "y.csv")']]
+
+
+def test_fix_never_rewrites_a_notebooks_outputs(tmp_path):
+    output = "Image('/path/to/image.jpg')\n"
+    root = build_tree(tmp_path / "p", {"n.ipynb": _notebook(["print(1)"], outputs=[(0, output)])})
+    before = (root / "n.ipynb").read_text()
+    result = pathfix.fix(root)
+    assert (root / "n.ipynb").read_text() == before
+    assert [(c.status, [m["text"] for m in c.manual]) for c in result.changes] == [("unchanged", ["/path/to/image.jpg"])]
+    assert "output" in result.changes[0].manual[0]["why"]
+    assert [f.file for f in paths.scan(root).failing] == ["n.ipynb"]  # outputs are code: the finding remains

@@ -178,3 +178,36 @@ def test_fix_never_rewrites_a_notebooks_outputs(tmp_path):
     assert [(c.status, [m["text"] for m in c.manual]) for c in result.changes] == [("unchanged", ["/path/to/image.jpg"])]
     assert "output" in result.changes[0].manual[0]["why"]
     assert [f.file for f in paths.scan(root).failing] == ["n.ipynb"]  # outputs are code: the finding remains
+
+
+# --- a cache kept in scratch; a dot folder in the home that the project's code creates -------------
+
+
+def test_a_cache_kept_in_scratch_is_no_output(tmp_path):
+    python = (
+        "from pathlib import Path\n"
+        'Path("/tmp/.cache/torch/checkpoints/").mkdir(exist_ok=True, parents=True)\n'
+        "subprocess.run(\"cp w.pth '/tmp/.cache/torch/checkpoints/w.pth'\")\n"
+        'save_dir = "/tmp/checkpoints/run1"\n'  # 4 results kept in scratch: an output
+    )
+    root = build_tree(tmp_path / "p", {"a.py": python})
+    assert _found(root) == [("a.py", 4, "temp-dir", "code")]
+    assert "/tmp/.cache" not in "".join(pathfix.fix(root).parameters.values())
+
+
+def test_a_dot_folder_the_code_makes_in_the_home_is_portable_and_one_only_read_is_not(tmp_path):
+    files = {
+        "setup.py": "import subprocess\nsubprocess.run('mkdir -p $HOME/.gdrive', shell=True)\n",
+        "upload.sh": "mv token.json $HOME/.gdrive\nsource ~/.labenv\n",
+        "n.py": 'import os\nos.makedirs(os.path.expanduser("~/.tool2"))\nopen(os.path.expanduser("~/.tool2/k"))\n',
+    }
+    root = build_tree(tmp_path / "p", files)
+    found = [(f, n, c) for f, n, _, c in _found(root)]
+    assert found == [
+        ("n.py", 2, "portable"),
+        ("n.py", 3, "portable"),
+        ("setup.py", 2, "portable"),
+        ("upload.sh", 1, "portable"),
+        ("upload.sh", 2, "code"),  # a dot file only read: one user's
+    ]
+    assert list(paths.scan(root).parameters.values()) == ["~/.labenv"]  # no parameter for a folder the code makes

@@ -261,6 +261,22 @@ TOOL_DOTFILES = frozenset(
 _LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[\"'])?[/\\]*(?P<first>[^\"'/\\,)\s}]+)")
 
 
+# The project's own code making a dot folder right in the home: ``mkdir -p $HOME/.gdrive``,
+# ``os.makedirs(os.path.expanduser("~/.gdrive"))``, ``(Path.home() / ".gdrive").mkdir()``.
+_MAKES_HOME_FOLDER = re.compile(
+    rb"\bmkdir\b(?:\s+-\w+)*\s+\\?[\"']?(?:~|\$HOME|\$\{HOME\})/(\.[\w.-]+)"
+    rb"|\bmakedirs\(\s*(?:os\.path\.)?expanduser\(\s*[rRuU]?\\?[\"']~/(\.[\w.-]+)"
+    rb"|home\(\)\s*/\s*\\?[\"'](\.[\w.-]+)\\?[\"']\s*\)\.mkdir\("
+)
+
+
+def home_folders_made(data: bytes) -> set[str]:
+    """The dot folders right in the home that this text's code creates: the same on any machine it runs on."""
+    if b"mkdir" not in data and b"makedirs" not in data:
+        return set()
+    return {next(g for g in m.groups() if g).decode("utf-8", "replace") for m in _MAKES_HOME_FOLDER.finditer(data)}
+
+
 def portable_component(first: str | None) -> bool:
     """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData`` (not ``.myenv``)."""
     if not first:
@@ -291,9 +307,16 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
+    if any(tuple(parts[: len(root)]) == root and _cache_folder(parts[len(root) : len(root) + 1]) for root in roots):
+        return False  # /tmp/.cache/torch/checkpoints: a cache kept in scratch, refilled on any machine
     if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
         return True  # the folder's own name says it keeps results: /tmp/checkpoints, /tmp/outputs/run1
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
+
+
+def _cache_folder(first: list[str]) -> bool:
+    """Is the folder right under a temporary root a cache (``.cache``, ``cache``, a tool's own: ``.keras``)?"""
+    return bool(first) and (first[0].lower() in ("cache", ".cache") or first[0] in TOOL_DOTFILES)
 
 
 # --- text that goes on past a space ----------------------------------------------------------

@@ -128,9 +128,10 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
-    if scanner.container_folders:  # paths under the project's own container layout are the container's
+    made = _in_home_folders_made(result.findings, scanner.home_folders_made)
+    if scanner.container_folders or made:  # paths under the project's own container layout are the container's
         result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
-        used = {f.parameter for f in result.findings if f.parameter}
+        used = {f.parameter for f in result.failing if f.parameter}
         result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
     else:
         result.parameters = dict(scanner.registry.assigned)
@@ -148,6 +149,17 @@ def _declares_containers(relative: str) -> bool:
     """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles."""
     name = relative.rsplit("/", 1)[-1]
     return name.endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
+
+
+def _in_home_folders_made(findings: list[Finding], folders: set[str]) -> bool:
+    """A dot folder in the home that the project's own code creates is portable, wherever it is named."""
+    made = False
+    for finding in findings if folders else ():
+        if finding.shape in ("tilde", "home-var", "home-lookup") and finding.category not in ("docs", *INFORMATION):
+            _, components = split_home(finding.shape, finding.text)
+            if components and components[0] in folders:
+                finding.category, made = "portable", True
+    return made
 
 
 def _container_side(finding: Finding, folders: set[str]) -> bool:
@@ -210,6 +222,7 @@ class Scanner:
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
         self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
+        self.home_folders_made: set[str] = set()  # dot folders in the home the project's code creates
         self._exists_cache: dict[str, bool] = {}
 
     # --- one entry of the walk ---------------------------------------------------------
@@ -261,6 +274,7 @@ class Scanner:
         result.files_scanned += 1
         if data.startswith(HELPER_MARKER):
             return  # the helper --fix writes: it looks the home up on purpose
+        self.home_folders_made |= context.home_folders_made(data)
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
                 folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))

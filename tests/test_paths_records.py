@@ -211,3 +211,10 @@ def test_a_dot_folder_the_code_makes_in_the_home_is_portable_and_one_only_read_i
         ("upload.sh", 2, "code"),  # a dot file only read: one user's
     ]
     assert list(paths.scan(root).parameters.values()) == ["~/.labenv"]  # no parameter for a folder the code makes
+
+
+def test_markdown_saved_without_a_suffix_is_documentation(tmp_path):
+    notes = "# Set up the tool\n\nRun this once:\n\n```sh\nmkdir $HOME/.tool\ncp key /home/ab/key\n```\n"
+    script = "# set up the lab\ncp key /home/ab/key\n"  # a heading-like comment, but no fenced block: a script
+    root = build_tree(tmp_path / "p", {"tool_notes": notes, "setup": script})
+    assert [(f, n, c) for f, n, _, c in _found(root)] == [("setup", 2, "code"), ("tool_notes", 6, "docs"), ("tool_notes", 7, "docs")]

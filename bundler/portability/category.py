@@ -52,7 +52,18 @@ def category_of(relative: str, data: bytes = b"") -> str:
         return "config"  # a data list: one path a line, read by the code
     if suffix in DOCS_SUFFIXES or name.startswith(("readme", "changelog", "license", "authors", "contributing")):
         return "docs"
+    if not suffix and _markdown(data):
+        return "docs"  # Markdown saved without its suffix: prose with fenced examples, not a script
     return "code"
+
+
+_HEADING = re.compile(rb"\s*#{1,6} [^\n]*[A-Za-z]")
+_FENCE = re.compile(rb"(?m)^[ \t]*```")
+
+
+def _markdown(data: bytes) -> bool:
+    """Does a file without a suffix read as Markdown: a heading first (no shebang), and a fenced block?"""
+    return _HEADING.match(data) is not None and _FENCE.search(data, 0, 1 << 20) is not None
 
 
 _PATH_LINE = re.compile(rb"\s*(?:[\"']?(?:/|~/|[A-Za-z]:[\\/]|\.{1,2}/|[\w.-]+/))")

@@ -200,10 +200,13 @@ def test_a_dot_folder_the_code_makes_in_the_home_is_portable_and_one_only_read_i
         "setup.py": "import subprocess\nsubprocess.run('mkdir -p $HOME/.gdrive', shell=True)\n",
         "upload.sh": "mv token.json $HOME/.gdrive\nsource ~/.labenv\n",
         "n.py": 'import os\nos.makedirs(os.path.expanduser("~/.tool2"))\nopen(os.path.expanduser("~/.tool2/k"))\n',
+        "m.py": 'from pathlib import Path\n(Path.home() / ".tool3").mkdir()\nopen(Path.home() / ".tool3" / "k")\n',
     }
     root = build_tree(tmp_path / "p", files)
     found = [(f, n, c) for f, n, _, c in _found(root)]
     assert found == [
+        ("m.py", 2, "portable"),
+        ("m.py", 3, "portable"),
         ("n.py", 2, "portable"),
         ("n.py", 3, "portable"),
         ("setup.py", 2, "portable"),

@@ -126,7 +126,7 @@ def mark_remote_variables(data: bytes, findings: list) -> None:
     for finding in findings:
         if finding.category in ("docs", "remote", "portable"):
             continue
-        line_start = _line_start(data, finding.line)
+        line_start = start_of_line(data, finding.line)
         line_end = data.find(b"\n", line_start)
         line = data[line_start : len(data) if line_end == -1 else line_end].decode("utf-8", "replace")
         match = _ASSIGNMENT.search(line[: finding.column - 1].encode("utf-8"))
@@ -142,7 +142,7 @@ def mark_remote_variables(data: bytes, findings: list) -> None:
             finding.category = "remote"
 
 
-def _line_start(data: bytes, line: int) -> int:
+def start_of_line(data: bytes, line: int) -> int:
     start = 0
     for _ in range(line - 1):
         start = data.find(b"\n", start) + 1
@@ -261,20 +261,14 @@ TOOL_DOTFILES = frozenset(
 _LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[\"'])?[/\\]*(?P<first>[^\"'/\\,)\s}]+)")
 
 
-# The project's own code making a dot folder right in the home: ``mkdir -p $HOME/.gdrive``,
+# The project's own code making a folder: ``mkdir -p $HOME/.gdrive``,
 # ``os.makedirs(os.path.expanduser("~/.gdrive"))``, ``(Path.home() / ".gdrive").mkdir()``.
-_MAKES_HOME_FOLDER = re.compile(
-    rb"\bmkdir\b(?:\s+-\w+)*\s+\\?[\"']?(?:~|\$HOME|\$\{HOME\})/(\.[\w.-]+)"
-    rb"|\bmakedirs\(\s*(?:os\.path\.)?expanduser\(\s*[rRuU]?\\?[\"']~/(\.[\w.-]+)"
-    rb"|home\(\)\s*/\s*\\?[\"'](\.[\w.-]+)\\?[\"']\s*\)\.mkdir\("
-)
+_MAKES_FOLDER = re.compile(rb"\bmkdir\b|\bmakedirs\(")
 
 
-def home_folders_made(data: bytes) -> set[str]:
-    """The dot folders right in the home that this text's code creates: the same on any machine it runs on."""
-    if b"mkdir" not in data and b"makedirs" not in data:
-        return set()
-    return {next(g for g in m.groups() if g).decode("utf-8", "replace") for m in _MAKES_HOME_FOLDER.finditer(data)}
+def makes_folder(line: bytes) -> bool:
+    """Does this line's code create a folder (a shell ``mkdir``, Python's ``makedirs`` or ``Path.mkdir``)?"""
+    return (b"mkdir" in line or b"makedirs" in line) and _MAKES_FOLDER.search(line) is not None
 
 
 def portable_component(first: str | None) -> bool:

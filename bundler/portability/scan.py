@@ -128,7 +128,7 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
-    made = _in_home_folders_made(result.findings, scanner.home_folders_made)
+    made = _in_home_folders_made(scanner.home_dot_folders)
     if scanner.container_folders or made:  # paths under the project's own container layout are the container's
         result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
         used = {f.parameter for f in result.failing if f.parameter}
@@ -151,15 +151,32 @@ def _declares_containers(relative: str) -> bool:
     return name.endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
 
 
-def _in_home_folders_made(findings: list[Finding], folders: set[str]) -> bool:
-    """A dot folder in the home that the project's own code creates is portable, wherever it is named."""
-    made = False
-    for finding in findings if folders else ():
-        if finding.shape in ("tilde", "home-var", "home-lookup") and finding.category not in ("docs", *INFORMATION):
+_HOME_SHAPES = ("tilde", "home-var", "home-lookup")
+
+
+def _dot_folders_in_home(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, bool]]:
+    """(finding, the dot folder right in the home it names, whether its line creates it) for each such finding."""
+    named = []
+    for finding in found:
+        if finding.shape in _HOME_SHAPES and finding.category not in ("docs", *INFORMATION):
+            start = context.start_of_line(data, finding.line)
+            end = data.find(b"\n", start)
+            line = data[start : len(data) if end == -1 else end]
             _, components = split_home(finding.shape, finding.text)
-            if components and components[0] in folders:
-                finding.category, made = "portable", True
-    return made
+            after = finding.column - 1 + len(finding.text)
+            first = components[0] if components else context.component_after_lookup(line.decode("utf-8", "replace"), after)
+            if first and first.startswith("."):
+                named.append((finding, first, context.makes_folder(line)))
+    return named
+
+
+def _in_home_folders_made(named: list[tuple[Finding, str, bool]]) -> bool:
+    """A dot folder in the home that the project's own code creates is portable, wherever it is named."""
+    made = {first for _, first, creates in named if creates}
+    for finding, first, _ in named:
+        if first in made:
+            finding.category = "portable"
+    return bool(made)
 
 
 def _container_side(finding: Finding, folders: set[str]) -> bool:
@@ -222,7 +239,7 @@ class Scanner:
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
         self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
-        self.home_folders_made: set[str] = set()  # dot folders in the home the project's code creates
+        self.home_dot_folders: list[tuple[Finding, str, bool]] = []  # dot folders in a home: named, created there
         self._exists_cache: dict[str, bool] = {}
 
     # --- one entry of the walk ---------------------------------------------------------
@@ -274,7 +291,6 @@ class Scanner:
         result.files_scanned += 1
         if data.startswith(HELPER_MARKER):
             return  # the helper --fix writes: it looks the home up on purpose
-        self.home_folders_made |= context.home_folders_made(data)
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
                 folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))
@@ -296,6 +312,8 @@ class Scanner:
                 result.encodings[relative] = encoding
         category = category_of(relative, data)
         found = self.findings_in(relative, data, category, lines, types)
+        if any(f.shape in _HOME_SHAPES for f in found):
+            self.home_dot_folders += _dot_folders_in_home(data, found)
         if b"scp" in data or b"rsync" in data or b"ssh" in data:
             context.mark_remote_variables(data, found)
         if any(f.shape == "tilde" and not f.note and f.category not in ("docs", *INFORMATION) for f in found):

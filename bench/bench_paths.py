@@ -117,15 +117,20 @@ def _proof(root: Path, relative: str, original: bytes, before, values: dict[str,
     findings = [f for f in before.failing if f.file == relative]
     prefixes = [f.text[: f.prefix_length] for f in findings if f.project_relative is not None and f.prefix_length]
     if relative.endswith(paths.PYTHON_SUFFIXES):
-        return python_problem(old, new, values, prefixes)
+        return _written(python_problem(old, new, values, prefixes))
     if relative.endswith(".ipynb"):
         return _notebook_proof(old, new, values, prefixes)
     if relative.endswith(paths.YAML_SUFFIXES):
-        return omegaconf_problem(old, new, values)
+        return _written(omegaconf_problem(old, new, values))
     shell = interpreter(relative, old)
     if shell and BLOCK_END in new:
         return _shell_proof(root, relative, new, shell, values)
     return None if new.count("\n") == old.count("\n") else "line count changed"
+
+
+def _written(problem: str | None) -> str | None:
+    """fix's own words for a refusal ("…: not modified"), told of a file --fix did write."""
+    return None if problem is None else f"{problem.removesuffix(': not modified')}, and yet --fix wrote it"
 
 
 def _notebook_proof(old: str, new: str, values, prefixes) -> str | None:
@@ -152,8 +157,8 @@ def _notebook_proof(old: str, new: str, values, prefixes) -> str | None:
             return f"code cell {index}: its %%{magic} line is no longer the cell's first"
         if magic is not None and magic not in PYTHON_CELL_MAGICS:
             return f"code cell {index}: a %%{magic} cell, whose body is not Python, was rewritten"
-        if problem := python_problem(masked(a), masked(b), values, prefixes):
-            return f"code cell {index}: {problem.removesuffix(': not modified')}, and yet --fix wrote it"
+        if problem := _written(python_problem(masked(a), masked(b), values, prefixes)):
+            return f"code cell {index}: {problem}"
     return None
 
 

@@ -221,3 +221,14 @@ def test_markdown_saved_without_a_suffix_is_documentation(tmp_path):
     script = "# set up the lab\ncp key /home/ab/key\n"  # a heading-like comment, but no fenced block: a script
     root = build_tree(tmp_path / "p", {"tool_notes": notes, "setup": script})
     assert [(f, n, c) for f, n, _, c in _found(root)] == [("setup", 2, "code"), ("tool_notes", 6, "docs"), ("tool_notes", 7, "docs")]
+
+
+def test_the_bench_proof_tells_a_moved_cell_magic_of_a_written_notebook():
+    from bench.bench_paths import _notebook_proof
+
+    old = _notebook(["%%writefile run.sh\n", "ls /home/ab/data\n"])
+    moved = _notebook([NOTEBOOK_IMPORT, "%%writefile run.sh\n", "ls /home/ab/data\n"])
+    body = _notebook(["%%writefile run.sh\n", "ls ${DATA_ROOT}\n"])
+    assert _notebook_proof(old, moved, {}, []) == "code cell 0: its %%writefile line is no longer the cell's first"
+    assert _notebook_proof(old, body, {}, []) == "code cell 0: a %%writefile cell, whose body is not Python, was rewritten"
+    assert _notebook_proof(old, old, {}, []) is None

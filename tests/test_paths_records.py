@@ -232,3 +232,24 @@ def test_the_bench_proof_tells_a_moved_cell_magic_of_a_written_notebook():
     assert _notebook_proof(old, moved, {}, []) == "code cell 0: its %%writefile line is no longer the cell's first"
     assert _notebook_proof(old, body, {}, []) == "code cell 0: a %%writefile cell, whose body is not Python, was rewritten"
     assert _notebook_proof(old, old, {}, []) is None
+
+
+def test_a_value_the_projects_own_function_appends_to_another_is_a_tail(tmp_path):
+    library = (
+        "import os\n"
+        "def scratch(sub=''):\n"
+        "    base = os.environ['SCRATCH']\n"
+        "    if sub != '':\n"
+        "        base += sub\n"
+        "    return base\n"
+        "def ensure(sub=''):\n"
+        "    folder = scratch(sub)\n"  # handed on, positionally, to a function that appends it
+        "    os.makedirs(folder, exist_ok=True)\n"
+        "    return folder\n"
+        "def load(root=''):\n"
+        "    return open(os.environ['SCRATCH'] + root), open(root)\n"  # also used on its own: a folder
+    )
+    caller = "from lib.util import ensure, load\nensure(sub='/data/')\nload(root='/data/x')\n"
+    root = build_tree(tmp_path / "p", {"lib/util.py": library, "run.py": caller})
+    assert [(f, n) for f, n, _, _ in _found(root)] == [("run.py", 3)]
+    assert list(paths.scan(root).parameters.values()) == ["/data/x"]

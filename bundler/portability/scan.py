@@ -25,6 +25,7 @@ from bundler.portability import context, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
+from bundler.portability.tails import TailParameters, keyword_call
 from bundler.portability.walk import WalkEntry, generated_file, walk
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -129,7 +130,8 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
     made = _in_home_folders_made(scanner.home_dot_folders)
-    if scanner.container_folders or made:  # paths under the project's own container layout are the container's
+    tails = _tails_dropped(result, scanner)
+    if scanner.container_folders or made or tails:  # paths under the project's own container layout are the container's
         result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
         used = {f.parameter for f in result.failing if f.parameter}
         result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
@@ -170,6 +172,21 @@ def _dot_folders_in_home(data: bytes, found: list[Finding]) -> list[tuple[Findin
     return named
 
 
+def _keyword_values(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, str]]:
+    """(finding, function, keyword) for each absolute path given as ``function(keyword="/x")``."""
+    calls = []
+    for finding in found:
+        if finding.shape == "absolute" and finding.category not in ("docs", *INFORMATION):
+            start = context.start_of_line(data, finding.line)
+            end = data.find(b"\n", start)
+            line = data[start : len(data) if end == -1 else end].decode("utf-8", "replace")
+            at = start + len(line[: finding.column - 1].encode("utf-8"))
+            call = keyword_call(data, start, at)
+            if call is not None:
+                calls.append((finding, *call))
+    return calls
+
+
 def _in_home_folders_made(named: list[tuple[Finding, str, bool]]) -> bool:
     """A dot folder in the home that the project's own code creates is portable, wherever it is named."""
     made = {first for _, first, creates in named if creates}
@@ -177,6 +194,16 @@ def _in_home_folders_made(named: list[tuple[Finding, str, bool]]) -> bool:
         if first in made:
             finding.category = "portable"
     return bool(made)
+
+
+def _tails_dropped(result: ScanResult, scanner: Scanner) -> bool:
+    """Drop the values that the project's own function only appends to another (``f(subfolder="/data/")``)."""
+    if not scanner.tail_candidates:
+        return False
+    parameters = TailParameters(scanner.python_files)
+    tails = {id(f) for f, function, keyword in scanner.tail_candidates if parameters.is_tail(function, keyword)}
+    result.findings = [f for f in result.findings if id(f) not in tails]
+    return bool(tails)
 
 
 def _container_side(finding: Finding, folders: set[str]) -> bool:
@@ -240,6 +267,8 @@ class Scanner:
         self.omegaconf_dirs: set[str] = set()
         self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
         self.home_dot_folders: list[tuple[Finding, str, bool]] = []  # dot folders in a home: named, created there
+        self.python_files: list[str] = []  # where a function's definition is looked up (tails.py)
+        self.tail_candidates: list[tuple[Finding, str, str]] = []  # (finding, function, keyword) of f(keyword="/x")
         self._exists_cache: dict[str, bool] = {}
 
     # --- one entry of the walk ---------------------------------------------------------
@@ -291,6 +320,8 @@ class Scanner:
         result.files_scanned += 1
         if data.startswith(HELPER_MARKER):
             return  # the helper --fix writes: it looks the home up on purpose
+        if relative.endswith(PYTHON_SUFFIXES):
+            self.python_files.append(path)
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
                 folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))
@@ -312,6 +343,8 @@ class Scanner:
                 result.encodings[relative] = encoding
         category = category_of(relative, data)
         found = self.findings_in(relative, data, category, lines, types)
+        if relative.endswith(PYTHON_SUFFIXES):
+            self.tail_candidates += _keyword_values(data, found)
         if any(f.shape in _HOME_SHAPES for f in found):
             self.home_dot_folders += _dot_folders_in_home(data, found)
         if b"scp" in data or b"rsync" in data or b"ssh" in data:

@@ -253,3 +253,9 @@ def test_a_value_the_projects_own_function_appends_to_another_is_a_tail(tmp_path
     root = build_tree(tmp_path / "p", {"lib/util.py": library, "run.py": caller})
     assert [(f, n) for f, n, _, _ in _found(root)] == [("run.py", 3)]
     assert list(paths.scan(root).parameters.values()) == ["/data/x"]
+
+
+def test_the_home_itself_handed_to_a_command_is_portable_and_kept_in_a_variable_is_not(tmp_path):
+    script = 'cd $HOME && ls\n# nothing here knows $HOME yet\nX=$HOME\nY="${HOME}"\nls $HOME/data\n'
+    root = build_tree(tmp_path / "p", {"a.sh": script})
+    assert [(n, c) for _, n, _, c in _found(root)] == [(1, "portable"), (2, "portable"), (3, "code"), (4, "code"), (5, "code")]

@@ -485,6 +485,8 @@ class Scanner:
         _, components = split_home(shape, found)
         if components:
             return context.portable_component(components[0])
+        if found in ("$HOME", "${HOME}") and data[end : end + 1] in (b" ", b"\t") and data[end - len(found) - 1 : end - len(found)] != b"=":
+            return True  # the home itself, named or handed to a command (cd $HOME && …): every machine has one
         if shape == "home-lookup" or found in ("~", "~/", "$HOME", "${HOME}"):
             after = data[end : data.find(b"\n", end) if b"\n" in data[end:] else len(data)]
             return context.portable_component(context.component_after_lookup(after.decode("utf-8", "replace"), 0))

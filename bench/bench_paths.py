@@ -35,6 +35,7 @@ from bundler.portability import fix as pathfix
 from bundler.portability import scan as paths
 from bundler.portability.classify import read_env_local
 from bundler.portability.equivalence import omegaconf_problem, python_problem
+from bundler.portability.rewrite import PYTHON_CELL_MAGICS, cell_magic
 from bundler.portability.shell import BLOCK_END, interpreter
 
 LABELS = Path(__file__).resolve().parent / "paths_corpus"
@@ -116,33 +117,48 @@ def _proof(root: Path, relative: str, original: bytes, before, values: dict[str,
     findings = [f for f in before.failing if f.file == relative]
     prefixes = [f.text[: f.prefix_length] for f in findings if f.project_relative is not None and f.prefix_length]
     if relative.endswith(paths.PYTHON_SUFFIXES):
-        return python_problem(old, new, values, prefixes)
+        return _written(python_problem(old, new, values, prefixes))
     if relative.endswith(".ipynb"):
         return _notebook_proof(old, new, values, prefixes)
     if relative.endswith(paths.YAML_SUFFIXES):
-        return omegaconf_problem(old, new, values)
+        return _written(omegaconf_problem(old, new, values))
     shell = interpreter(relative, old)
     if shell and BLOCK_END in new:
         return _shell_proof(root, relative, new, shell, values)
     return None if new.count("\n") == old.count("\n") else "line count changed"
 
 
+def _written(problem: str | None) -> str | None:
+    """fix's own words for a refusal ("…: not modified"), told of a file --fix did write."""
+    return None if problem is None else f"{problem.removesuffix(': not modified')}, and yet --fix wrote it"
+
+
 def _notebook_proof(old: str, new: str, values, prefixes) -> str | None:
+    """Each changed code cell proven as Python, its cell magic still first; outputs as they were."""
     import re
 
     def cells(text):
-        return [
-            "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in json.loads(text)["cells"]
-            if c["cell_type"] == "code"
-        ]
+        return [c for c in json.loads(text)["cells"] if c["cell_type"] == "code"]
 
-    def masked(source):
-        return "\n".join(re.sub(r"^(\s*)[%!?].*", r"\1pass", line) for line in source.split("\n") if "_bundle_paths import" not in line)
+    def source(cell):
+        return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
-    for a, b in zip(cells(old), cells(new), strict=True):
-        if a != b and (problem := python_problem(masked(a), masked(b), values, prefixes)):
-            return problem
+    def masked(text):
+        return "\n".join(re.sub(r"^(\s*)[%!?].*", r"\1pass", line) for line in text.split("\n") if "_bundle_paths import" not in line)
+
+    for index, (before, after) in enumerate(zip(cells(old), cells(new), strict=True)):
+        if before.get("outputs") != after.get("outputs"):
+            return f"code cell {index}: its outputs (a record of the run) were rewritten"
+        a, b = source(before), source(after)
+        if a == b:
+            continue
+        magic = cell_magic(a)
+        if magic is not None and a.split("\n", 1)[0] != b.split("\n", 1)[0]:
+            return f"code cell {index}: its %%{magic} line is no longer the cell's first"
+        if magic is not None and magic not in PYTHON_CELL_MAGICS:
+            return f"code cell {index}: a %%{magic} cell, whose body is not Python, was rewritten"
+        if problem := _written(python_problem(masked(a), masked(b), values, prefixes)):
+            return f"code cell {index}: {problem}"
     return None
 
 

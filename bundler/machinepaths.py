@@ -61,7 +61,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
         rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
         rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
-        rb"(?P<remote>:(?:~|/|[\w.-]+/)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
+        rb"(?P<remote>:(?:~|/|[\w.-]+/|[\w*-][\w.*-]*)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",
     ]
@@ -69,7 +69,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?)+"  # /scratch/${ACCOUNT}/x is absolute too
         parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
         parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
-        parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`]|[ \t]*(?:#|\r?\n|$)))")
+        parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|$))")
     patterns = []
     for part in parts:
         pattern = re.compile(part)
@@ -136,6 +136,34 @@ def path_named(data: bytes, line_start: int, start: int) -> bool:
         return False
     name = match.group("name")
     return _FOLDER_WORD.search(name) is not None and _CONTAINER_SIDE.search(name) is None
+
+
+# A command or a call that takes a folder or a file there: ``mkdir /build``, ``cd /build && …``,
+# ``tar -C /build``, ``os.chdir("/build")``, ``shutil.copy(x, "/build")``.
+_SHELL_FOLDER_USE = re.compile(
+    rb"(?:^|[;&|(`!\"']|\$\()\s*(?:sudo\s+)?(?:mkdir|cd|pushd|cp|mv|rm|rmdir|ls|ln|tar|touch|chmod|chown|du|rsync)"
+    rb"\s[^;&|`\n\"'#]*[\"']?$",
+    re.M,
+)
+_PYTHON_FOLDER_USE = re.compile(
+    rb"\b(?:chdir|makedirs|mkdir|rmtree|copytree|copyfile|copy2?|move|listdir|scandir|walk|open|Path|PurePath|join|exists|isdir|glob)"
+    rb"\((?:[^()\n]*,\s*)?[rRbBuUfF]{0,2}\\?[\"']$"
+)
+# The names the Filesystem Hierarchy Standard (and macOS) gives to the folders right under /: the
+# system's own, the same on every machine. Any other folder there (/build_tmp, /kaggle) is one machine's.
+FHS_TOP = frozenset({"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt", "opt", "proc"})
+FHS_TOP |= frozenset({"root", "run", "sbin", "srv", "sys", "tmp", "usr", "var", "nix", "snap"})
+FHS_TOP |= frozenset({"System", "Library", "Applications", "Users", "Volumes", "private", "cores"})
+
+
+def used_as_folder(data: bytes, line_start: int, start: int, end: int) -> bool:
+    """Is the folder right under ``/`` at ``start`` (``/build_tmp``) used as one, by a shell command or a
+    Python call on its line, and is it none of the system's own (FHS names)?"""
+    if data[start + 1 : end].decode("latin-1") in FHS_TOP:
+        return False
+    if _SHELL_FOLDER_USE.search(data, line_start, start) is not None:
+        return True
+    return _PYTHON_FOLDER_USE.search(data, max(line_start, start - 200), start) is not None
 
 
 _STRING_METHOD = re.compile(
@@ -281,6 +309,7 @@ def portable_absolute(text: str) -> bool:
 
 
 _REMOTE_HOST = re.compile(rb"(?:[\w.-]+@)?[\w-]+(?:\.[\w-]+)*")
+_VARIABLE_HOST = re.compile(rb"[\w.-]+@\$\{?[A-Za-z_]\w*\}?$")  # ubuntu@$ip:, ubuntu@${HOST}: (a user, then the host's variable)
 
 
 def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
@@ -289,6 +318,10 @@ def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
     Read back from the colon, so that a long word with no colon costs nothing (a regex
     trying ``[word-]+:`` at every position of it would take quadratic time).
     """
+    if data[colon - 1 : colon] == b"}" or b"$" in data[max(line_start, colon - 40) : colon]:
+        variable = _VARIABLE_HOST.search(data, max(line_start, colon - 80), colon)
+        if variable is not None:
+            return variable.start()
     begin = colon
     while begin > line_start and (word_byte(data[begin - 1]) or data[begin - 1] in b".-@"):
         begin -= 1
@@ -326,8 +359,8 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 if start is None:
                     continue
             if group == "remote":
-                start = remote_start(data, line_start, start)
-                if start is None:
+                colon, start = start, remote_start(data, line_start, start)
+                if start is None or (_bare_name(data, colon, end) and not _user_and_copy(data, line_start, line_end, start, colon)):
                     continue
             if not preceded_ok(group, data, start):
                 continue
@@ -348,7 +381,7 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 and not (end - start > 3 and data[start + 1 : start + 2] != b":" and _TRANSFER.search(data, line_start, line_end))
             ):
                 continue  # host:path without a user: only on a copying command's line
-            if group == "single" and not path_named(data, line_start, start):
+            if group == "single" and not (path_named(data, line_start, start) or used_as_folder(data, line_start, start, end)):
                 continue
             if group in ("absolute", "rooted", "single") and portable_absolute(data[start:end].decode("utf-8", "replace")):
                 continue
@@ -364,6 +397,16 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
 
 _TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone)\b")
 _PATTERNS = shape_patterns([])
+
+
+def _bare_name(data: bytes, colon: int, end: int) -> bool:
+    """``host:results*``: a name in the other machine's home, no folder after the colon."""
+    return data[colon + 1 : colon + 2] not in (b"~", b"/") and b"/" not in data[colon:end]
+
+
+def _user_and_copy(data: bytes, line_start: int, line_end: int, start: int, colon: int) -> bool:
+    """A bare name after ``host:`` is a remote file only as ``user@host:name`` on a copying command's line."""
+    return b"@" in data[start:colon] and _TRANSFER.search(data, line_start, line_end) is not None
 
 
 def machine_paths(text: str) -> list[tuple[str, str]]:

@@ -97,7 +97,7 @@ def test_fix_rewrites_a_notebook_with_one_import(tmp_path):
         "nbformat_minor": 5,
     }
     root = build_tree(tmp_path / "p", {"nb/explore.ipynb": json.dumps(notebook, indent=1) + "\n"})
-    pathfix.fix(root)
+    result = pathfix.fix(root)
     cells = json.loads((root / "nb/explore.ipynb").read_text())["cells"]
     assert cells[0]["source"] == ["Data under /home/alice/data\n"]  # markdown is documentation
     assert cells[1]["source"] == [
@@ -107,7 +107,8 @@ def test_fix_rewrites_a_notebook_with_one_import(tmp_path):
         'a = pd.read_csv(param_path("DATA_ROOT", "a.csv"))',
     ]
     assert cells[2]["source"] == ['b = param_path("DATA_ROOT", "b.csv")']  # no second import
-    assert cells[2]["outputs"][0]["text"] == ["read ${DATA_ROOT}/b.csv\n"]
+    assert cells[2]["outputs"][0]["text"] == ["read /home/alice/data/b.csv\n"]  # an output is a record of the run: left as is
+    assert [m["text"] for m in result.changes[0].manual] == ["/home/alice/data/b.csv"]
     assert (root / "nb/_bundle_paths.py").read_text() == helper_source(1)
 
 
@@ -144,7 +145,9 @@ def test_second_fix_changes_nothing(laptop_repo):
     run_cli("paths", str(laptop_repo), "--fix")
     after_first = tree_digest(laptop_repo)
     completed = run_cli("paths", str(laptop_repo), "--fix", "--json")
-    assert [c["status"] for c in json.loads(completed.stdout)["fix"]["changes"]] == ["unchanged", "unchanged"]
+    changes = json.loads(completed.stdout)["fix"]["changes"]
+    assert [c["status"] for c in changes] == ["unchanged"] * 3
+    assert "notebooks/explore.ipynb" in {c["file"] for c in changes}  # its output's path stays, reported
     assert tree_digest(laptop_repo) == after_first
 
 

@@ -1,4 +1,8 @@
-"""What kind of file a path sits in: code, configuration (a file list included), a notebook, or documentation."""
+"""What kind of file a path sits in: code, configuration (a file list included), a notebook, or documentation.
+
+Captured output of a run (a log, a scheduler's capture, a tracker's run folder) is code
+outside ``docs/`` and ``logs/``: it stays in the project and names the machine it ran on.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,25 @@ from pathlib import PurePosixPath
 from bundler.portability import context
 
 CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties"})
-DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".log", ".html", ".htm", ".tex"})
+DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".html", ".htm", ".tex"})
 DOCS_DIRS = frozenset({"docs", "doc", "logs", "log"})
 LIST_SUFFIXES = frozenset({".txt", ".lst", ".list", ".csv", ".tsv", ".flist", ".scp"})
+# What a run writes about itself: a log (``run.log``, ``train.log.txt``, ``x.log.1``), a scheduler's
+# capture (``slurm-123.out``, ``job.e4567``, ``nohup.out``), and every file of a tracker's run folder.
+_RUN_OUTPUT_NAME = re.compile(r"(?i)\.log(?:\.txt|\.\d+)?$|\.(?:out|err|stdout|stderr)$|\.[eo]\d+$")
+_RUN_FOLDERS = frozenset({"mlruns", ".hydra", "lightning_logs"})  # MLflow's, Hydra's, Lightning's records
+_WANDB_RUN = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-\w+")  # wandb/run-20260213_171349-9hbsldn1/
+
+
+def run_output(relative: str) -> bool:
+    """Is this file a record of a run (a log, a capture, a tracker's run folder), not something a person wrote?"""
+    path = PurePosixPath(relative)
+    if _RUN_OUTPUT_NAME.search(path.name):
+        return True
+    folders = path.parts[:-1]
+    if any(part in _RUN_FOLDERS for part in folders):
+        return True
+    return any(part == "wandb" and _WANDB_RUN.fullmatch(after) for part, after in zip(folders, folders[1:], strict=False))
 
 
 def category_of(relative: str, data: bytes = b"") -> str:
@@ -22,6 +42,8 @@ def category_of(relative: str, data: bytes = b"") -> str:
         return "docs"
     if any(part.lower() in DOCS_DIRS for part in path.parts[:-1]):
         return "docs"  # docs/ and logs/ hold documentation and records, whatever their format
+    if run_output(relative):
+        return "code"  # a record of a run elsewhere names the machine it ran on, as code does
     if name.startswith("requirements") and suffix in (".txt", ".in"):
         return "config"
     if suffix in CONFIG_SUFFIXES or name.startswith(".env"):
@@ -30,7 +52,18 @@ def category_of(relative: str, data: bytes = b"") -> str:
         return "config"  # a data list: one path a line, read by the code
     if suffix in DOCS_SUFFIXES or name.startswith(("readme", "changelog", "license", "authors", "contributing")):
         return "docs"
+    if not suffix and _markdown(data):
+        return "docs"  # Markdown saved without its suffix: prose with fenced examples, not a script
     return "code"
+
+
+_HEADING = re.compile(rb"\s*#{1,6} [^\n]*[A-Za-z]")
+_FENCE = re.compile(rb"(?m)^[ \t]*```")
+
+
+def _markdown(data: bytes) -> bool:
+    """Does a file without a suffix read as Markdown: a heading first (no shebang), and a fenced block?"""
+    return _HEADING.match(data) is not None and _FENCE.search(data, 0, 1 << 20) is not None
 
 
 _PATH_LINE = re.compile(rb"\s*(?:[\"']?(?:/|~/|[A-Za-z]:[\\/]|\.{1,2}/|[\w.-]+/))")

@@ -87,7 +87,30 @@ def is_remote(data: bytes, line_start: int, start: int) -> bool:
         word -= 1
     if word < start and _REMOTE_PREFIX.match(data, word, start) and (b"@" in data[word:start] or _TRANSFER.search(data, line_start, start)):
         return True
-    return _SSH_COMMAND.search(data, line_start, start) is not None
+    return ssh_runs(data, line_start, start)
+
+
+# ssh's options that take a value (``-i key.pem``, ``-F config``, ``-o IdentityFile=…``): local files, not the other machine's.
+_SSH_VALUE_OPTIONS = frozenset(b"BbcDEeFIiJLlmOoPpQRSWw")
+_WORD = re.compile(rb"\S+")
+
+
+def ssh_runs(data: bytes, line_start: int, at: int) -> bool:
+    """Is ``at`` in the command an ``ssh`` on its line runs on the other machine: past ssh's options, their
+    values and the destination? ``ssh -i /Users/u/key.pem host`` reads its key here; ``ssh host ls /data`` there."""
+    for command in _SSH_COMMAND.finditer(data, line_start, at):
+        value_next = False
+        for word in _WORD.finditer(data, command.end(), at):
+            text = word.group(0)
+            if value_next:
+                value_next = False
+            elif text.startswith(b"-"):
+                value_next = len(text) == 2 and text[1] in _SSH_VALUE_OPTIONS
+            else:  # the destination: what follows it runs over there
+                if word.end() < at:
+                    return True
+                break
+    return False
 
 
 _ASSIGNMENT = re.compile(rb"(?:^|[;\s])(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)\s*=\s*[rRuUfFbB]{0,2}[\"']?$")
@@ -103,7 +126,7 @@ def mark_remote_variables(data: bytes, findings: list) -> None:
     for finding in findings:
         if finding.category in ("docs", "remote", "portable"):
             continue
-        line_start = _line_start(data, finding.line)
+        line_start = start_of_line(data, finding.line)
         line_end = data.find(b"\n", line_start)
         line = data[line_start : len(data) if line_end == -1 else line_end].decode("utf-8", "replace")
         match = _ASSIGNMENT.search(line[: finding.column - 1].encode("utf-8"))
@@ -119,7 +142,7 @@ def mark_remote_variables(data: bytes, findings: list) -> None:
             finding.category = "remote"
 
 
-def _line_start(data: bytes, line: int) -> int:
+def start_of_line(data: bytes, line: int) -> int:
     start = 0
     for _ in range(line - 1):
         start = data.find(b"\n", start) + 1
@@ -130,7 +153,7 @@ def _remote_use(data: bytes, at: int) -> bool:
     line_start = data.rfind(b"\n", 0, at) + 1
     if _HOST_BEFORE.search(data, max(line_start, at - 80), at) and _TRANSFER.search(data, line_start, at):
         return True
-    return _SSH_COMMAND.search(data, line_start, at) is not None
+    return ssh_runs(data, line_start, at)
 
 
 # --- web paths ---------------------------------------------------------------------------------
@@ -238,6 +261,16 @@ TOOL_DOTFILES = frozenset(
 _LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[\"'])?[/\\]*(?P<first>[^\"'/\\,)\s}]+)")
 
 
+# The project's own code making a folder: ``mkdir -p $HOME/.gdrive``,
+# ``os.makedirs(os.path.expanduser("~/.gdrive"))``, ``(Path.home() / ".gdrive").mkdir()``.
+_MAKES_FOLDER = re.compile(rb"\bmkdir\b|\bmakedirs\(")
+
+
+def makes_folder(line: bytes) -> bool:
+    """Does this line's code create a folder (a shell ``mkdir``, Python's ``makedirs`` or ``Path.mkdir``)?"""
+    return (b"mkdir" in line or b"makedirs" in line) and _MAKES_FOLDER.search(line) is not None
+
+
 def portable_component(first: str | None) -> bool:
     """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData`` (not ``.myenv``)."""
     if not first:
@@ -268,9 +301,16 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
+    if any(tuple(parts[: len(root)]) == root and _cache_folder(parts[len(root) : len(root) + 1]) for root in roots):
+        return False  # /tmp/.cache/torch/checkpoints: a cache kept in scratch, refilled on any machine
     if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
         return True  # the folder's own name says it keeps results: /tmp/checkpoints, /tmp/outputs/run1
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
+
+
+def _cache_folder(first: list[str]) -> bool:
+    """Is the folder right under a temporary root a cache (``.cache``, ``cache``, a tool's own: ``.keras``)?"""
+    return bool(first) and (first[0].lower() in ("cache", ".cache") or first[0] in TOOL_DOTFILES)
 
 
 # --- text that goes on past a space ----------------------------------------------------------

@@ -33,12 +33,25 @@ from pathlib import Path, PurePosixPath
 from bundler.contracts.dotenv import writable
 from bundler.fsutil import replace_with_backups
 from bundler.portability import scan as paths
+from bundler.portability.category import run_output
 from bundler.portability.classify import ENV_LOCAL, read_env_local
 from bundler.portability.equivalence import omegaconf_problem, python_problem, python_unreadable
+from bundler.portability.notebook import OUTPUT
 from bundler.portability.python_rewrite import manual, rewrite_python
 from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
 from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
 from bundler.portability.support import _env_local_text, _support_files, foreign_helper
+
+RUN_OUTPUT = (
+    "captured output of a run, a record of the machine it ran on: --fix never rewrites a record;"
+    " remove it from the project, or leave it out of the image (.dockerignore)"
+)
+
+
+NOTEBOOK_OUTPUT = (
+    "in a notebook's output, a record of the run that printed it: --fix never rewrites outputs;"
+    " clear them (Cell > All Output > Clear) or run the notebook again once its code is fixed"
+)
 
 
 @dataclass
@@ -157,6 +170,8 @@ class _Context:
         if links:
             why = "a symlink's target: re-create the link on the other machine"
             return _Plan(FileChange(relative, "unchanged", manual=[manual(f, why) for f in links], reason="no automatic rewrite"))
+        if run_output(relative):
+            return _Plan(FileChange(relative, "unchanged", manual=[manual(f, RUN_OUTPUT) for f in findings], reason="no automatic rewrite"))
         try:
             status = path.stat()
             if status.st_size > paths.MAX_FILE_BYTES:  # found by a scan in parts; a rewrite would hold it whole
@@ -182,7 +197,7 @@ class _Context:
     def _rewrite(self, relative: str, data: bytes, text: str, findings) -> _Plan:
         suffix = PurePosixPath(relative).suffix.lower()
         if suffix == ".ipynb":
-            return self._notebook(relative, text)
+            return self._notebook(relative, text, findings)
         if suffix in paths.PYTHON_SUFFIXES:
             return self._python(relative, data, text, findings)
         shell = interpreter(relative, text)
@@ -223,12 +238,17 @@ class _Context:
             problem = _original_line(problem, result.import_line, result.import_lines)
         return self._finish(relative, text, result.source, result.fixed, result.manual, problem, names, helper=True)
 
-    def _notebook(self, relative: str, text: str) -> _Plan:
+    def _notebook(self, relative: str, text: str, findings) -> _Plan:
+        outputs = [manual(f, NOTEBOOK_OUTPUT) for f in findings if f.kind == OUTPUT]
+        if len(outputs) == len(findings):
+            return _Plan(FileChange(relative, "unchanged", manual=outputs, reason="no automatic rewrite"))
+
         def prove(original: str, new: str, findings, edits) -> str | None:
             prefixes = [f.text[: f.prefix_length] for f in findings if f.project_relative is not None and f.prefix_length]
             return python_problem(original, new, self.values, prefixes, edits)
 
         new, fixed, left, helper = rewrite_notebook(text, self.scanner, relative, prove)
+        left = outputs + left
         names = {n for n in self.values if re.search(rf"\b{n}\b", new) and not re.search(rf"\b{n}\b", text)}
         return self._finish(relative, text, new, fixed, left, None, names, helper)
 

@@ -5,7 +5,10 @@ OmegaConf loads gets OmegaConf's environment resolver (``${oc.env:DATA_ROOT}/x``
 requirements file gets ``${DATA_ROOT}``, which pip expands. A value read by code bundler
 cannot see (plain YAML, JSON, TOML, …) is left as it is and reported: a placeholder would
 reach that code unexpanded. Notebooks: code cells are rewritten as Python (IPython magic
-lines left alone), with one import per notebook; outputs and metadata are scrubbed.
+lines left alone), with one import per notebook; metadata is scrubbed. A cell whose first
+line is a cell magic keeps it first; where the magic makes the body another language
+(``%%writefile``, ``%%bash``, ``%%html``…) the cell is left as is and reported. Outputs are
+a record of a run: left as they are, their findings reported (fix.py).
 """
 
 from __future__ import annotations
@@ -77,8 +80,7 @@ def rewrite_notebook(text: str, scanner, relative: str, prove) -> tuple[str, int
     fixed, problems, needs_helper = 0, [], False
     cells = [cell for cell in document.get("cells", []) if isinstance(cell, dict)]
     for cell in cells:
-        source = cell.get("source", "")
-        joined = "".join(source) if isinstance(source, list) else str(source)
+        source, joined = cell.get("source", ""), _joined(cell)
         if cell.get("cell_type") == "code":
             found = [
                 f for f in scanner.findings_in(relative + "#cell.py", joined.encode("utf-8"), "code") if f.category not in _INFORMATION
@@ -90,26 +92,52 @@ def rewrite_notebook(text: str, scanner, relative: str, prove) -> tuple[str, int
                 needs_helper = needs_helper or "param_path(" in new or "project_path(" in new
             fixed += count
             problems += left
-        for part in ("outputs", "metadata"):
-            if part in cell:
-                cell[part], count = _scrub(cell[part], scanner, relative)
-                fixed += count
+        if "metadata" in cell:  # outputs are a record of the run: never rewritten
+            cell["metadata"], count = _scrub(cell["metadata"], scanner, relative)
+            fixed += count
     if "metadata" in document:
         document["metadata"], count = _scrub(document["metadata"], scanner, relative)
         fixed += count
     if needs_helper and not any("_bundle_paths import" in "".join(c.get("source", "")) for c in cells):
-        first = next(c for c in cells if c.get("cell_type") == "code")
-        source = first.get("source", "")
-        first["source"] = [NOTEBOOK_IMPORT, *source] if isinstance(source, list) else NOTEBOOK_IMPORT + source
+        _insert_import(next(c for c in cells if c.get("cell_type") == "code" and cell_magic(_joined(c)) in (None, *PYTHON_CELL_MAGICS)))
     new_text = json.dumps(document, indent=_json_indent(text), ensure_ascii=False) + ("\n" if text.endswith("\n") else "")
     return (new_text.replace("\n", "\r\n") if "\r\n" in text else new_text), fixed, problems, needs_helper
+
+
+# Cell magics whose body stays Python: the cell is rewritten as Python below its first line.
+PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})
+_CELL_MAGIC = re.compile(r"[ \t]*%%(\w+)")
+
+
+def cell_magic(source: str) -> str | None:
+    """The cell magic a code cell starts with (``writefile`` for ``%%writefile x.sh``), or None."""
+    match = _CELL_MAGIC.match(source)
+    return match.group(1) if match else None
+
+
+def _joined(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _insert_import(cell: dict) -> None:
+    """The helper's import at the cell's top, or right below its cell magic, which IPython reads only on line 1."""
+    source = cell.get("source", "")
+    lines = source if isinstance(source, list) else str(source).splitlines(keepends=True)
+    at = 1 if lines and cell_magic(lines[0]) else 0
+    if at and not lines[0].endswith("\n"):
+        lines = [lines[0] + "\n", *lines[1:]]
+    lines = [*lines[:at], NOTEBOOK_IMPORT, *lines[at:]]
+    cell["source"] = lines if isinstance(source, list) else "".join(lines)
 
 
 def _rewrite_cell(source: str, findings: list, prove) -> tuple[str, int, list[dict]]:
     lines = source.split("\n")
     magic = {index for index, line in enumerate(lines) if _MAGIC.match(line)}
-    if lines and lines[0].lstrip().startswith("%%"):
-        return source, 0, [manual(f, "in a cell run by an IPython cell magic") for f in findings]
+    language = cell_magic(source)
+    if language is not None and language not in PYTHON_CELL_MAGICS:
+        why = f"in a %%{language} cell: IPython runs its body as another language than Python, so --fix leaves it as is"
+        return source, 0, [manual(f, why) for f in findings]
     keep = [f for f in findings if f.line - 1 not in magic]
     left = [manual(f, "in an IPython magic line") for f in findings if f.line - 1 in magic]
     masked = "\n".join(re.sub(r"[%!?].*", "pass", line, count=1) if i in magic else line for i, line in enumerate(lines))

@@ -25,6 +25,7 @@ from bundler.portability import context, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
+from bundler.portability.tails import TailParameters, keyword_call
 from bundler.portability.walk import WalkEntry, generated_file, walk
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -42,21 +43,23 @@ _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|privat
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
 _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
-    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))" + PORTABLE_LOOKAHEAD + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`]|[ \t]*(?:#|\r?\n|\Z))"
+    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))"
+    + PORTABLE_LOOKAHEAD
+    + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|\Z)"
 )
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
     (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
     (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
-    (b"@", re.compile(rb"@[\w.-]+:")),
+    (b"@", re.compile(rb"@(?:[\w.-]+|\$\{?\w+\}?):")),
 )
 _CODE_TRIGGERS = (  # home lookups: only in code, never in prose or data files
     (b"HOME", re.compile(rb"HOME[\"']")),
     (b"USERPROFILE", re.compile(rb"USERPROFILE[\"']")),
     (b"home()", re.compile(rb"home\(\)")),
 )  # expanduser("~…") needs no trigger of its own: its ~ is one
-_NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES
+_NOT_CODE = CONFIG_SUFFIXES | DOCS_SUFFIXES | LIST_SUFFIXES | {".log"}  # a log is code, but holds no home lookups of its own
 _WORD_BREAK = re.compile(rb"[\s\"'`(<\[=,]")
 _TEXT_BYTES = bytes(range(0x20, 0x100)) + b"\t\n\r\x0c\x1b"
 _BARE_STRING = re.compile(rb"""[rRuUbBfF]{0,2}(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|""\".*|'''.*)\s*(?:#.*)?""")
@@ -126,9 +129,11 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
-    if scanner.container_folders:  # paths under the project's own container layout are the container's
+    made = _in_home_folders_made(scanner.home_dot_folders)
+    tails = _tails_dropped(result, scanner)
+    if scanner.container_folders or made or tails:  # paths under the project's own container layout are the container's
         result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
-        used = {f.parameter for f in result.findings if f.parameter}
+        used = {f.parameter for f in result.failing if f.parameter}
         result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
     else:
         result.parameters = dict(scanner.registry.assigned)
@@ -146,6 +151,59 @@ def _declares_containers(relative: str) -> bool:
     """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles."""
     name = relative.rsplit("/", 1)[-1]
     return name.endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
+
+
+_HOME_SHAPES = ("tilde", "home-var", "home-lookup")
+
+
+def _dot_folders_in_home(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, bool]]:
+    """(finding, the dot folder right in the home it names, whether its line creates it) for each such finding."""
+    named = []
+    for finding in found:
+        if finding.shape in _HOME_SHAPES and finding.category not in ("docs", *INFORMATION):
+            start = context.start_of_line(data, finding.line)
+            end = data.find(b"\n", start)
+            line = data[start : len(data) if end == -1 else end]
+            _, components = split_home(finding.shape, finding.text)
+            after = finding.column - 1 + len(finding.text)
+            first = components[0] if components else context.component_after_lookup(line.decode("utf-8", "replace"), after)
+            if first and first.startswith("."):
+                named.append((finding, first, context.makes_folder(line)))
+    return named
+
+
+def _keyword_values(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, str]]:
+    """(finding, function, keyword) for each absolute path given as ``function(keyword="/x")``."""
+    calls = []
+    for finding in found:
+        if finding.shape == "absolute" and finding.category not in ("docs", *INFORMATION):
+            start = context.start_of_line(data, finding.line)
+            end = data.find(b"\n", start)
+            line = data[start : len(data) if end == -1 else end].decode("utf-8", "replace")
+            at = start + len(line[: finding.column - 1].encode("utf-8"))
+            call = keyword_call(data, start, at)
+            if call is not None:
+                calls.append((finding, *call))
+    return calls
+
+
+def _in_home_folders_made(named: list[tuple[Finding, str, bool]]) -> bool:
+    """A dot folder in the home that the project's own code creates is portable, wherever it is named."""
+    made = {first for _, first, creates in named if creates}
+    for finding, first, _ in named:
+        if first in made:
+            finding.category = "portable"
+    return bool(made)
+
+
+def _tails_dropped(result: ScanResult, scanner: Scanner) -> bool:
+    """Drop the values that the project's own function only appends to another (``f(subfolder="/data/")``)."""
+    if not scanner.tail_candidates:
+        return False
+    parameters = TailParameters(scanner.python_files)
+    tails = {id(f) for f, function, keyword in scanner.tail_candidates if parameters.is_tail(function, keyword)}
+    result.findings = [f for f in result.findings if id(f) not in tails]
+    return bool(tails)
 
 
 def _container_side(finding: Finding, folders: set[str]) -> bool:
@@ -208,6 +266,9 @@ class Scanner:
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
         self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
+        self.home_dot_folders: list[tuple[Finding, str, bool]] = []  # dot folders in a home: named, created there
+        self.python_files: list[str] = []  # where a function's definition is looked up (tails.py)
+        self.tail_candidates: list[tuple[Finding, str, str]] = []  # (finding, function, keyword) of f(keyword="/x")
         self._exists_cache: dict[str, bool] = {}
 
     # --- one entry of the walk ---------------------------------------------------------
@@ -225,7 +286,8 @@ class Scanner:
     def scan_link(self, relative: str, target: str, result: ScanResult) -> None:
         """A symlink's target names a folder on one machine when it has a machine-specific shape."""
         data = os.fsencode(target)
-        for finding in self.findings_in(relative, data, "config", [0]):
+        category = "docs" if category_of(relative) == "docs" else "config"  # a link in docs/ or logs/ is documentation
+        for finding in self.findings_in(relative, data, category, [0]):
             if finding.shape == "temp-dir":
                 continue  # a link into a temporary folder keeps no output there
             finding.kind = "symlink-target"
@@ -258,6 +320,8 @@ class Scanner:
         result.files_scanned += 1
         if data.startswith(HELPER_MARKER):
             return  # the helper --fix writes: it looks the home up on purpose
+        if relative.endswith(PYTHON_SUFFIXES):
+            self.python_files.append(path)
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
                 folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))
@@ -279,6 +343,10 @@ class Scanner:
                 result.encodings[relative] = encoding
         category = category_of(relative, data)
         found = self.findings_in(relative, data, category, lines, types)
+        if relative.endswith(PYTHON_SUFFIXES):
+            self.tail_candidates += _keyword_values(data, found)
+        if any(f.shape in _HOME_SHAPES for f in found):
+            self.home_dot_folders += _dot_folders_in_home(data, found)
         if b"scp" in data or b"rsync" in data or b"ssh" in data:
             context.mark_remote_variables(data, found)
         if any(f.shape == "tilde" and not f.note and f.category not in ("docs", *INFORMATION) for f in found):
@@ -417,6 +485,8 @@ class Scanner:
         _, components = split_home(shape, found)
         if components:
             return context.portable_component(components[0])
+        if found in ("$HOME", "${HOME}") and data[end : end + 1] in (b" ", b"\t") and data[end - len(found) - 1 : end - len(found)] != b"=":
+            return True  # the home itself, named or handed to a command (cd $HOME && …): every machine has one
         if shape == "home-lookup" or found in ("~", "~/", "$HOME", "${HOME}"):
             after = data[end : data.find(b"\n", end) if b"\n" in data[end:] else len(data)]
             return context.portable_component(context.component_after_lookup(after.decode("utf-8", "replace"), 0))

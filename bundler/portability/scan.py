@@ -207,7 +207,13 @@ def _tails_dropped(result: ScanResult, scanner: Scanner) -> bool:
 
 
 def _container_side(finding: Finding, folders: set[str]) -> bool:
-    return finding.shape == "absolute" and finding.category in ("code", "config") and context.under_container_folder(finding.text, folders)
+    """A path under a folder the project's own container declares (``/tf/notebooks``, ``/home/jovyan/work``), in code
+    or a notebook that runs there, is the container's layout: an image's home is the same on every machine."""
+    return (
+        finding.shape in ("absolute", "home")
+        and finding.category in ("code", "config", "notebook")
+        and context.under_container_folder(finding.text, folders)
+    )
 
 
 def make_scanner(root: Path, literals: list[bytes] | None = None, *, include_generated: bool = False) -> Scanner:
@@ -440,6 +446,10 @@ class Scanner:
             return None  # docker exec NAME /scripts/x.sh: the container's own layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
+        if place.build_file and not context.build_source(data, line_start, line_end, hit.start):
+            return None  # every path of a Dockerfile or an Apptainer .def but a COPY/ADD source is the image's
+        if data[hit.start - 1 : hit.start] == b":" and context.bind_container_side(data, line_start, hit.start, place.yaml):
+            return None  # - ./data:/home/jovyan/work, -v x:/root/y: the container's side of a bind
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
         if place.json and hit.group == "windows":  # in JSON text a single backslash starts an escape, never a folder
             escape = re.search(rb"(?<!\\)(?:\\\\)*\\(?!\\)", data[hit.start : end])
@@ -451,6 +461,8 @@ class Scanner:
             category = "docs"
         if shape == "remote" or context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
             category = "remote"
+        elif place.ci and category != "docs" and not self._portable(shape, found, data, end):
+            category = "remote"  # a CI service's config: the folders of its runner, another machine
         elif category != "docs" and self._portable(shape, found, data, end):
             category = "portable"
         target = classify(self.root, shape, found, self._exists)
@@ -534,6 +546,13 @@ def _windows_path(text: str, json: bool) -> bool:
 _IMAGE_FILE = re.compile(
     r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.dockerfile$|^(?:docker-)?compose.*\.ya?ml$|^\.\w*ignore$|^\.gitattributes$"
 )
+_BUILD_FILE = re.compile(r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.(?:dockerfile|containerfile)$")
+# A CI service's config, where the service reads it (the repository's root): its paths are the runner's. A copy
+# elsewhere (a vendored library's .travis.yml) runs on no runner of this project.
+_CI_CONFIG = re.compile(
+    r"^(?:\.circleci/config\.ya?ml|\.travis\.ya?ml|\.gitlab-ci\.ya?ml|\.github/workflows/[^/]+\.ya?ml|\.?appveyor\.ya?ml"
+    r"|azure-pipelines\.ya?ml|bitbucket-pipelines\.ya?ml|\.drone\.ya?ml|\.buildkite/[^/]+\.ya?ml|Jenkinsfile)$"
+)
 HELPER_MARKER = b'"""Machine-specific paths of this project (written by `bundler paths --fix`'
 _OWN_BLOCK = re.compile(
     rb"^# --- path parameters \(written by `bundler paths --fix`\) ---$.*?^# --- end of path parameters ---$", re.M | re.S
@@ -549,7 +568,9 @@ class _Place:
         self.python = relative.endswith(PYTHON_SUFFIXES)
         self.json = relative.endswith((".json", ".ipynb"))
         name = os.path.basename(relative)
-        self.image = _IMAGE_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")
+        self.build_file = _BUILD_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")
+        self.image = self.build_file or _IMAGE_FILE.match(name) is not None
+        self.ci = _CI_CONFIG.match(relative) is not None
         self.notebook = NotebookLocator(data, types) if category == "notebook" else None
         self.remote = context.remote_lines(data) if b"ssh" in data else context.Spans([])
         own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None

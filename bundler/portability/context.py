@@ -238,14 +238,19 @@ _TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", 
 _CONTAINER_HINTS = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY ")
 
 
-def container_folders(data: bytes) -> set[str]:
+# The folders a container is sure to see as its own: a bind's container side, a Dockerfile's WORKDIR. A home
+# folder is the container's only under one of these (a config's ``mount_path: /root/data`` is no container's).
+BIND_SIDES = (_CONTAINER_SIDES[0], _CONTAINER_SIDES[1], _CONTAINER_SIDES[4])
+
+
+def container_folders(data: bytes, patterns: tuple[re.Pattern[bytes], ...] = _CONTAINER_SIDES) -> set[str]:
     """The folders a container of this project sees as its own: a bind's or a mount's container side, a docker cp
     target, a Dockerfile's WORKDIR and COPY destinations. A path under one of them, in a script that runs in that
     container, is the container's layout."""
     if not any(hint in data for hint in _CONTAINER_HINTS):  # substring searches run in C, far faster than a regex
         return set()
     found = set()
-    for pattern in _CONTAINER_SIDES:
+    for pattern in patterns:
         for match in pattern.finditer(data):
             folder = match.group(1).decode("utf-8", "replace").rstrip("/")
             if folder and not folder.startswith("//") and folder not in _TOO_BROAD:
@@ -271,9 +276,8 @@ def build_source(data: bytes, line_start: int, line_end: int, start: int) -> boo
         line = data[line_start:line_end].rstrip()
         last = max(line.rfind(b" "), line.rfind(b"\t")) + line_start
         return start < last and _FROM_IMAGE.search(line) is None
-    section = None
-    for section in _SECTION.finditer(data, 0, line_start):
-        pass
+    header = data.rfind(b"\n%", 0, line_start)
+    section = _SECTION.match(data, header + 1) if header != -1 else _SECTION.match(data, 0, line_start)
     if section is None or section.group(1) != b"files":
         return False
     first = data[line_start:line_end].lstrip()
@@ -374,11 +378,24 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
+    if not named and text.endswith("/"):
+        tree = placeholder_tree(data, start + len(text.encode("utf-8")))
+        if tree is not None:  # f"/tmp/{user}/runs/…": a tree of folders kept per user, unless a cache
+            return not _cache_folder([tree])
     if any(tuple(parts[: len(root)]) == root and _cache_folder(parts[len(root) : len(root) + 1]) for root in roots):
         return False  # /tmp/.cache/torch/checkpoints: a cache kept in scratch, refilled on any machine
     if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
         return True  # the folder's own name says it keeps results: /tmp/checkpoints, /tmp/outputs/run1
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
+
+
+_PLACEHOLDER_TREE = re.compile(rb"(?:\{[\w.()\[\]]+\}|\$\{?[A-Za-z_]\w*\}?|\$\([^()\n]*\))/([\w.-]+)")
+
+
+def placeholder_tree(data: bytes, at: int) -> str | None:
+    """The folder after a placeholder that starts a path's rest at ``at`` (``{user}/covid19`` gives ``covid19``), if any."""
+    match = _PLACEHOLDER_TREE.match(data, at)
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def _cache_folder(first: list[str]) -> bool:

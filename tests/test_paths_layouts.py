@@ -106,6 +106,7 @@ def test_a_folder_under_the_root_kept_in_a_variable_that_code_builds_paths_on(tm
 
 def test_a_per_user_tree_in_tmp_is_an_output_built_at_run_time(tmp_path):
     text = 'basedir = f"/tmp/{user}/forecasts/{region}"\ncache = f"/tmp/{user}/.cache/x"\nlock = "/tmp/"\n'
+    text += 'os.environ["XDG_RUNTIME_DIR"] = f"/tmp/{user}/runtime-dir"\n'
     root = build_tree(tmp_path / "p", {"cv.py": text})
     found = paths.scan(root).findings
     assert [(f.line, f.shape, f.category) for f in found] == [(1, "temp-dir", "code")]

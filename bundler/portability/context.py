@@ -380,8 +380,8 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     named = not any(tuple(parts) == root for root in roots)
     if not named and text.endswith("/"):
         tree = placeholder_tree(data, start + len(text.encode("utf-8")))
-        if tree is not None:  # f"/tmp/{user}/runs/…": a tree of folders kept per user, unless a cache
-            return not _cache_folder([tree])
+        if tree is not None:  # f"/tmp/{user}/runs/…": a tree of folders kept per user, unless a cache or scratch
+            return not _cache_folder([tree]) and _SCRATCH_VARIABLE.search(data, max(line_start, start - 60), start) is None
     if any(tuple(parts[: len(root)]) == root and _cache_folder(parts[len(root) : len(root) + 1]) for root in roots):
         return False  # /tmp/.cache/torch/checkpoints: a cache kept in scratch, refilled on any machine
     if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
@@ -389,6 +389,8 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
 
 
+# A variable the system or a tool reads as its scratch: XDG_RUNTIME_DIR=/tmp/$USER/x, TMPDIR=…, a cache's.
+_SCRATCH_VARIABLE = re.compile(rb"(?i)(?:te?mp|runtime|cache)\w*[\"'\]]*\s*=\s*[rRuUfF]?[\"']?$")
 _PLACEHOLDER_TREE = re.compile(rb"(?:\{[\w.()\[\]]+\}|\$\{?[A-Za-z_]\w*\}?|\$\([^()\n]*\))/([\w.-]+)")
 
 

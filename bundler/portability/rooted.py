@@ -18,10 +18,14 @@ from bundler.portability.context import name_words
 # NAME = "/folder" as a statement of its own (a trailing comment allowed); the "=" first, for a fast search.
 _VALUE = re.compile(rb"""=[ \t]*[rRuU]?(["'])(/[A-Za-z_][\w.+-]*)/?\1[ \t]*(?:#[^\n]*)?$""", re.M)
 _TARGET = re.compile(rb"[ \t]*([A-Za-z_]\w*)[ \t]*")
-_HEADS = (  # (a literal the file must hold, where a name is a path's head)
+_NAME_ARGUMENT = rb"\(\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\s*[,)]"
+_HEADS = (  # (a literal the file must hold, where a name is a path's head); each starts with its literal, searched fast
     (b"}/", re.compile(rb"\{(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\}/")),  # f"{cluster.FS}/{user}"
-    (b"(", re.compile(rb"(?:join|makedirs|mkdir|chdir|listdir|Path)\(\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\s*[,)]")),
+    (b"join(", re.compile(rb"join" + _NAME_ARGUMENT)),
+    (b"makedirs(", re.compile(rb"makedirs" + _NAME_ARGUMENT)),
+    (b"chdir(", re.compile(rb"chdir" + _NAME_ARGUMENT)),
 )
+_ANY_VALUE = re.compile(rb"=[ \t]?[rRuU]?[\"']/")
 _NOT_FOLDER_WORDS = frozenset({"url", "urls", "uri", "api", "endpoint", "route", "routes", "prefix", "pattern", "regex"})
 
 
@@ -35,7 +39,7 @@ class Assignment:
 
 def assignments(relative: str, data: bytes) -> list[Assignment]:
     """``NAME = "/folder"`` statements in one Python file, the folder none of the system's."""
-    if b'= "/' not in data and b"= '/" not in data and b'="/' not in data and b"='/" not in data:
+    if _ANY_VALUE.search(data) is None:
         return []
     found = []
     for match in _VALUE.finditer(data):

@@ -21,6 +21,7 @@ import re
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,7 +49,26 @@ PER_TORCH_INDEXES = {
     "pyg-lib": "https://data.pyg.org/whl/torch-{torch}+{build}.html",
     "flash-attn": "https://github.com/Dao-AILab/flash-attention/releases",
     "dgl": "https://data.dgl.ai/wheels/torch-{minor}/{build}/repo.html",
+    "mmcv": "https://download.openmmlab.com/mmcv/dist/{build}/torch{minor}/index.html",
 }
+
+# what a build's own output says when it needs a GPU compiler (its setup.py's words, not a list of packages)
+NEEDS_GPU_COMPILER = re.compile(
+    r"CUDA_HOME|\bnvcc\b|cuda_runtime\.h|cuda\.h: No such file|No CUDA runtime|CUDA is not available|hipcc|ROCM_HOME"
+)
+_PIP_NOISE = re.compile(
+    r"subprocess-exited-with-error|metadata-generation-failed|finished with status|^note:|^hint:|^\s*[│╰×]"
+    r"|Building wheel for|Failed to build|ERROR: Failed building"
+)
+_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
+
+
+def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
+    """The package's own error lines (its compiler's and setup's, pip's framing left out), then the last lines of its output."""
+    lines = [line.rstrip() for line in log.splitlines() if line.strip() and not _PIP_NOISE.search(line.strip())]
+    picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
+    picked += [line for line in lines[-last:] if line not in picked]
+    return "\n  ".join(line.strip()[:300] for line in picked)
 
 
 def per_torch_index(name: str, target) -> str:
@@ -90,6 +110,7 @@ class StandIns:
 
     folder: Path
     archives: dict[tuple[str, str], Archive] = field(default_factory=dict)
+    probe: Callable[[Path, str, str, str], list[str] | None] | None = None  # (archive, sha256, name, version) -> Requires-Dist
 
     @property
     def url(self) -> str:
@@ -103,7 +124,7 @@ class StandIns:
         sdist = _choose(name, version, files, wanted, {v for n, v in self.archives if n == name})
         if sdist is None:
             raise unpreparable(name, version, target, "no source archive of it is listed on the lock's indexes")
-        archive = read_archive(name, sdist, target)
+        archive = read_archive(name, sdist, target, self.probe)
         self.archives[(name, archive.version)] = archive
         self._write(archive)
         return archive
@@ -137,8 +158,10 @@ def _choose(name: str, version: str, files: list, wanted: SpecifierSet, covered:
     return max(candidates, key=lambda pair: pair[0])[1] if candidates else None
 
 
-def read_archive(name: str, item, target) -> Archive:
-    """Download the archive (hash-checked where the index names its sha256) and read its dependencies."""
+def read_archive(name: str, item, target, probe=None) -> Archive:
+    """Download the archive (hash-checked where the index names its sha256) and read its dependencies: from its static
+    metadata, or, where only a build can tell them and wherever the Target is a CPU one (a CUDA-only build stops there),
+    from ``probe``: its metadata prepared with the Target's torch installed."""
     from bundler.pipsettings import host_pip_settings, open_url
 
     with tempfile.TemporaryDirectory(prefix="bundler-torchbuild-") as work:
@@ -167,6 +190,11 @@ def read_archive(name: str, item, target) -> Archive:
             )
         _, version = parse_sdist_filename(item.filename)
         found = static_requirements(path)
+        if probe is not None and (found is None or target.backend == "cpu"):
+            from bundler.lock.torchprobe import SOURCE
+
+            prepared = probe(path, digest, str(canonicalize_name(name)), str(version))  # None: no engine to run it
+            found = (prepared, SOURCE) if prepared is not None else found
     if found is None:
         raise unpreparable(name, str(version), target, f"its source archive {item.filename} declares its dependencies only when built")
     requires, source = found

@@ -253,6 +253,11 @@ def test_the_probe_prepares_metadata_as_the_build_will_run_and_names_a_cuda_refu
     plain = torchprobe.refusal("flashy", "2.0", CPU311, site, log.replace("nvcc", "cmake"), 1)
     assert "could not be prepared even with torch==2.13.0+cpu" in plain.message and "cmake was not found" in plain.message
     assert "oosen" not in (plain.hint or "") + (cuda.hint or "")
+    sources = {"k-1.0/setup.py": "import torch\n", "k-1.0/csrc/scan.cu": "", "k-1.0/csrc/a.cuh": ""}
+    kernels = write_archive(tmp_path / "k-1.0.tar.gz", sources)
+    quiet = "bundler: preparing metadata with torch 2.13.0+cpu\n  NameError: name 'bare_metal_version' is not defined\n"
+    assert "nvcc" not in quiet and "holds 2 CUDA sources" in torchprobe.refusal("k", "1.0", CPU311, site, quiet, 1, kernels).message
+    assert "could not be prepared" in torchprobe.refusal("k", "1.0", CPU311, site, quiet, 1, None).message
     setup = torchprobe.refusal("flashy", "2.0", CPU311, site, "ERROR: No matching distribution found for torch==2.13.0+cpu", 1)
     assert "probe venv with torch==2.13.0+cpu could not be made" in setup.message
 

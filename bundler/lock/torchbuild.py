@@ -34,6 +34,7 @@ from bundler.errors import ExternalError, LockError
 from bundler.tomlcompat import loads as toml_loads
 
 REASON = "its build imports torch, so pip cannot prepare it in an isolated environment"
+PREPARED = "metadata prepared with the Target's torch installed"  # where torchprobe.py read the dependencies
 MAX_ROUNDS = 12  # stand-ins added in one lock (each resolution that fails on such a package adds one)
 
 # pip: "Failed to build 'torch-scatter' when getting requirements to build wheel"; uv: "Failed to build `torch-scatter==2.1.2`"
@@ -191,10 +192,8 @@ def read_archive(name: str, item, target, probe=None) -> Archive:
         _, version = parse_sdist_filename(item.filename)
         found = static_requirements(path)
         if probe is not None and (found is None or target.backend == "cpu"):
-            from bundler.lock.torchprobe import SOURCE
-
             prepared = probe(path, digest, str(canonicalize_name(name)), str(version))  # None: no engine to run it
-            found = (prepared, SOURCE) if prepared is not None else found
+            found = (prepared, PREPARED) if prepared is not None else found
     if found is None:
         raise unpreparable(name, str(version), target, f"its source archive {item.filename} declares its dependencies only when built")
     requires, source = found
@@ -203,7 +202,7 @@ def read_archive(name: str, item, target, probe=None) -> Archive:
 
 def static_requirements(sdist: Path) -> tuple[list[str], str] | None:
     """(Requires-Dist lines, where they were read) of a source archive, or None when only a build can tell."""
-    members = _members(sdist)
+    members = archive_members(sdist)
     tops = sorted((n for n in members if n.count("/") == 1), key=len)
     pkg_info = next((n for n in tops if n.endswith("/PKG-INFO")), None)
     if pkg_info is not None:
@@ -223,7 +222,7 @@ def static_requirements(sdist: Path) -> tuple[list[str], str] | None:
     return None
 
 
-def _members(sdist: Path) -> dict:
+def archive_members(sdist: Path) -> dict:
     """Member name -> a function reading it as text (only the metadata files an archive's top holds)."""
     wanted = re.compile(r"^[^/]+/(PKG-INFO|pyproject\.toml|[^/]+\.egg-info/(PKG-INFO|requires\.txt))$")
     found: dict = {}
@@ -243,6 +242,18 @@ def _members(sdist: Path) -> dict:
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
         return {}
     return found
+
+
+def member_names(sdist: Path) -> list[str]:
+    """Every member's name ([] when the archive cannot be read)."""
+    try:
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as archive:
+                return archive.namelist()
+        with tarfile.open(sdist) as archive:
+            return archive.getnames()
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return []
 
 
 def _requires_txt(text: str) -> list[str]:

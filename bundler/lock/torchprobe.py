@@ -27,10 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
-from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, own_lines, per_torch_index
+from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, archive_members, member_names, own_lines, per_torch_index
 
 PROBE_TIMEOUT_S = int(os.environ.get("BUNDLER_METADATA_PROBE_TIMEOUT", "900"))  # the first one installs torch
-SOURCE = "metadata prepared with the Target's torch installed"
 Say = Callable[[str], None]
 _DEFAULTS = {"setuptools", "wheel"}
 
@@ -62,6 +61,8 @@ def probe_script(site: ProbeSite, sdist: str, build_requires: tuple[str, ...], e
     index = shlex.join(site.index_args)
     extra = [line for line in build_requires if _name(line) not in _DEFAULTS]  # the venv has setuptools and wheel
     exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(environment.items()))
+    prepare = f"{venv}/bin/python -m pip install --dry-run --no-deps --no-build-isolation --ignore-installed --no-index"
+    archive = shlex.quote("/probe/" + sdist)
     return "\n".join(
         [
             "set -e",
@@ -79,8 +80,7 @@ def probe_script(site: ProbeSite, sdist: str, build_requires: tuple[str, ...], e
             ),
             f"echo \"bundler: preparing metadata with torch $({venv}/bin/python -c 'import torch; print(torch.__version__)')\"",
             f"export {exports}" if exports else "true",
-            f"{venv}/bin/python -m pip install --dry-run --no-deps --no-build-isolation --ignore-installed --no-index "
-            f"--report /probe/report.json {shlex.quote('/probe/' + sdist)}",
+            f"{prepare} --report /probe/report.json {archive}",
         ]
     )
 
@@ -132,7 +132,7 @@ def _run(site: ProbeSite, sdist: Path, name: str, version: str, target) -> list[
         report = folder / "report.json"
         if ran.exit_code == 0 and report.is_file():
             return _requires_from_report(report)
-        raise refusal(name, version, target, site, ran.output, ran.exit_code)
+        raise refusal(name, version, target, site, ran.output, ran.exit_code, sdist)
 
 
 def _requires_from_report(report: Path) -> list[str]:
@@ -141,7 +141,13 @@ def _requires_from_report(report: Path) -> list[str]:
     return [str(line) for line in (item.get("metadata") or {}).get("requires_dist") or []]
 
 
-def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: int) -> Exception:
+def cuda_sources(sdist: Path | None) -> str:
+    """ " (it holds 12 CUDA sources: .cu/.cuh)" for an archive with CUDA kernels, "" otherwise."""
+    count = sum(1 for name in member_names(sdist) if name.lower().endswith((".cu", ".cuh"))) if sdist else 0
+    return f" (its archive holds {count} CUDA sources, .cu/.cuh)" if count else ""
+
+
+def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: int, sdist: Path | None = None) -> Exception:
     """Why the archive's own setup refused, in its words, and the route."""
     pin = f"{name}=={version}"
     lines = own_lines(log)
@@ -154,10 +160,12 @@ def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: in
         )
     page = per_torch_index(name, target)
     wheels = f" {name} publishes wheels for each torch build on {page}." if page else ""
-    if NEEDS_GPU_COMPILER.search(log) and target.backend == "cpu":
+    cuda = cuda_sources(sdist)
+    if (cuda or NEEDS_GPU_COMPILER.search(log)) and target.backend == "cpu":
         return LockError(
-            f"{pin} cannot be built for {target.describe()}: it compiles CUDA/ROCm code, whose build needs nvcc or hipcc, and a "
-            f"CPU Target's base has neither. Its setup, run with {site.torch_pin} installed, said:\n  {lines}",
+            f"{pin} cannot be built for {target.describe()}: it compiles CUDA/ROCm code{cuda}, whose build needs nvcc or hipcc "
+            f"and a GPU build of torch, and a CPU Target has neither. Its setup, run with {site.torch_pin} installed, stops "
+            f"with:\n  {lines}",
             hint=f"Lock for a CUDA or ROCm Target (`bundler lock --cuda VER`), whose build of {name} runs on the devel base; or keep "
             f"{name} out of the CPU lock (a requirements file of the GPU Target alone); or pin a release of {name} that publishes "
             f"a wheel for the Target.{wheels} The previous lock was not touched.",
@@ -169,17 +177,16 @@ def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: in
         hint=f"Its build needs more than torch (a build requirement it does not declare, a system library, another torch): pin a "
         f"release of {name} that publishes a wheel for the Target, or build the wheel where it builds (`pip wheel "
         f"--no-build-isolation --no-deps {pin} -w wheels/`) and list `./wheels/<the file>.whl` in requirements.in.{wheels} "
-        "Nothing was written.",
+        "The previous lock was not touched.",
         value=name,
     )
 
 
 def build_system_requires(sdist: Path) -> tuple[str, ...]:
     """The archive's pyproject ``[build-system] requires`` without torch (the probe venv has the Target's own)."""
-    from bundler.lock.torchbuild import _members
     from bundler.tomlcompat import loads as toml_loads
 
-    texts = [read() for member, read in _members(sdist).items() if member.count("/") == 1 and member.endswith("/pyproject.toml")]
+    texts = [read() for member, read in archive_members(sdist).items() if member.count("/") == 1 and member.endswith("/pyproject.toml")]
     try:
         named = toml_loads(texts[0]).get("build-system", {}).get("requires", []) if texts else []
     except ValueError:

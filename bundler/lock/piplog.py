@@ -106,8 +106,19 @@ def prepare_failure(log: str) -> tuple[str, str, str] | None:
         version = archive.group(1) if archive else ""
     blocks = _OUTPUT.findall(log)
     text = blocks[-1] if blocks else log
-    own = [line.strip() for line in text.splitlines() if line.strip() and not _TRACEBACK.match(line.strip())]
-    return name, version, "\n  ".join(line[:300] for line in own[-8:])
+    return name, version, "\n  ".join(line[:300] for line in without_frames(text)[-8:])
+
+
+def without_frames(text: str) -> list[str]:
+    """A build's output without its traceback's frames (each ``File …`` line and the source line indented under it)."""
+    kept, frame_indent = [], -1
+    for raw in text.splitlines():
+        line, indent = raw.strip(), len(raw) - len(raw.lstrip())
+        source = frame_indent >= 0 and indent > frame_indent
+        frame_indent = indent if line.startswith('File "') else -1
+        if line and frame_indent < 0 and not source and not _TRACEBACK.match(line):
+            kept.append(line)
+    return kept
 
 
 def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockError:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
 from bundler.lock.spec import LockSpec
-from bundler.lock.torchbuild import per_torch_index, torch_build_failure, unpreparable
+from bundler.lock.torchbuild import per_torch_index, torch_build_failure, unpreparable, without_frames
 from bundler.lock.uvresolve import uv_summary
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
@@ -107,18 +107,6 @@ def prepare_failure(log: str) -> tuple[str, str, str] | None:
     blocks = _OUTPUT.findall(log)
     text = blocks[-1] if blocks else log
     return name, version, "\n  ".join(line[:300] for line in without_frames(text)[-8:])
-
-
-def without_frames(text: str) -> list[str]:
-    """A build's output without its traceback's frames (each ``File …`` line and the source line indented under it)."""
-    kept, frame_indent = [], -1
-    for raw in text.splitlines():
-        line, indent = raw.strip(), len(raw) - len(raw.lstrip())
-        source = frame_indent >= 0 and indent > frame_indent
-        frame_indent = indent if line.startswith('File "') else -1
-        if line and frame_indent < 0 and not source and not _TRACEBACK.match(line):
-            kept.append(line)
-    return kept
 
 
 def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockError:

@@ -61,12 +61,26 @@ _PIP_NOISE = re.compile(
     r"subprocess-exited-with-error|metadata-generation-failed|finished with status|^note:|^hint:|^\s*[│╰×]"
     r"|Building wheel for|Failed to build|ERROR: Failed building"
 )
+_TRACEBACK_LINE = re.compile(r"^(Traceback|During handling|The above exception|[~^]+$)")
 _OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
 
 
+def without_frames(text: str) -> list[str]:
+    """A build's output without its traceback's frames (each ``File …`` line and the source line indented under it)."""
+    kept, frame_indent = [], -1
+    for raw in text.splitlines():
+        line, indent = raw.strip(), len(raw) - len(raw.lstrip())
+        source = frame_indent >= 0 and indent > frame_indent
+        frame_indent = indent if line.startswith('File "') else -1
+        if line and frame_indent < 0 and not source and not _TRACEBACK_LINE.match(line):
+            kept.append(line)
+    return kept
+
+
 def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
-    """The package's own error lines (its compiler's and setup's, pip's framing left out), then the last lines of its output."""
-    lines = [line.rstrip() for line in log.splitlines() if line.strip() and not _PIP_NOISE.search(line.strip())]
+    """The package's own error lines (its compiler's and setup's, pip's framing and traceback frames left out), then the last
+    lines of its output."""
+    lines = [line for line in without_frames(log) if not _PIP_NOISE.search(line)]
     picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
     picked += [line for line in lines[-last:] if line not in picked]
     return "\n  ".join(line.strip()[:300] for line in picked)

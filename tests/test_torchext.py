@@ -258,6 +258,8 @@ def test_the_probe_prepares_metadata_as_the_build_will_run_and_names_a_cuda_refu
     quiet = "bundler: preparing metadata with torch 2.13.0+cpu\n  NameError: name 'bare_metal_version' is not defined\n"
     assert "nvcc" not in quiet and "holds 2 CUDA sources" in torchprobe.refusal("k", "1.0", CPU311, site, quiet, 1, kernels).message
     assert "could not be prepared" in torchprobe.refusal("k", "1.0", CPU311, site, quiet, 1, None).message
+    fetcher = write_archive(tmp_path / "f-1.0.tar.gz", {"f-1.0/setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"})
+    assert "declares a CUDAExtension" in torchprobe.refusal("f", "1.0", CPU311, site, quiet, 1, fetcher).message
     setup = torchprobe.refusal("flashy", "2.0", CPU311, site, "ERROR: No matching distribution found for torch==2.13.0+cpu", 1)
     assert "probe venv with torch==2.13.0+cpu could not be made" in setup.message
 

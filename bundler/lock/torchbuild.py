@@ -270,6 +270,22 @@ def member_names(sdist: Path) -> list[str]:
         return []
 
 
+def top_file(sdist: Path, filename: str) -> str:
+    """The text of ``<top>/filename`` in the archive ("" when it has none or cannot be read)."""
+    try:
+        at_top = lambda name: name.count("/") == 1 and name.endswith("/" + filename)  # noqa: E731
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as archive:
+                name = next((n for n in archive.namelist() if at_top(n)), None)
+                return archive.read(name).decode("utf-8", "replace") if name else ""
+        with tarfile.open(sdist) as archive:
+            member = next((m for m in archive.getmembers() if m.isfile() and at_top(m.name)), None)
+            stream = archive.extractfile(member) if member else None
+            return stream.read().decode("utf-8", "replace") if stream else ""
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return ""
+
+
 def _requires_txt(text: str) -> list[str]:
     """setuptools' requires.txt (``[extra:marker]`` sections) as Requires-Dist lines."""
     lines, extra, marker = [], "", ""

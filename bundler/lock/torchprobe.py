@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
-from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, archive_members, member_names, own_lines, per_torch_index
+from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, archive_members, member_names, own_lines, per_torch_index, top_file
 
 PROBE_TIMEOUT_S = int(os.environ.get("BUNDLER_METADATA_PROBE_TIMEOUT", "900"))  # the first one installs torch
 Say = Callable[[str], None]
@@ -142,9 +142,14 @@ def _requires_from_report(report: Path) -> list[str]:
 
 
 def cuda_sources(sdist: Path | None) -> str:
-    """ " (it holds 12 CUDA sources: .cu/.cuh)" for an archive with CUDA kernels, "" otherwise."""
-    count = sum(1 for name in member_names(sdist) if name.lower().endswith((".cu", ".cuh"))) if sdist else 0
-    return f" (its archive holds {count} CUDA sources, .cu/.cuh)" if count else ""
+    """A clause naming what in the archive builds CUDA code: its .cu/.cuh sources, or a CUDAExtension in its setup.py
+    (some archives ship no kernels, only the setup that fetches or builds them); "" when neither."""
+    if sdist is None:
+        return ""
+    count = sum(1 for name in member_names(sdist) if name.lower().endswith((".cu", ".cuh")))
+    if count:
+        return f" (its archive holds {count} CUDA sources, .cu/.cuh)"
+    return " (its setup.py declares a CUDAExtension)" if "CUDAExtension" in top_file(sdist, "setup.py") else ""
 
 
 def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: int, sdist: Path | None = None) -> Exception:

@@ -59,7 +59,7 @@ NEEDS_GPU_COMPILER = re.compile(
 )
 _PIP_NOISE = re.compile(
     r"subprocess-exited-with-error|metadata-generation-failed|finished with status|^note:|^hint:|^\s*[│╰×]"
-    r"|Building wheel for|Failed to build|ERROR: Failed building"
+    r"|Building wheel for|Failed to build|ERROR: Failed building|Preparing metadata|^Processing /|^bundler: preparing metadata"
 )
 _TRACEBACK_LINE = re.compile(r"^(Traceback|During handling|The above exception|[~^]+$)")
 _OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)

@@ -328,14 +328,14 @@ def _torch_probe(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, s
             image = spec.target.base_image or spec.base_images["runtime"]
             try:
                 client = engine.connect(engine_name, 600, why=f"{name}'s build imports torch", alternative="")
+                image_id = base_image(client, image).image_id
             except BundlerError:
-                return None
+                return None  # no engine, or the base image is not here: the archive's static metadata is all there is
             urls = [url for _, url in indexes]
             volumes, env = _lock_volumes(spec, settings, pairs, urls)
             index_args = ["--index-url", urls[0], *[a for url in urls[1:] for a in ("--extra-index-url", url)]]
             index_args += [a for host in settings.trusted_hosts for a in ("--trusted-host", host)]
             pin = f"torch=={spec.pins.get('torch', spec.target.torch)}"
-            image_id = base_image(client, image).image_id
             cache = cache_dir() / "container"
             sites.append(ProbeSite(client, image, image_id, spec.target.python, pin, index_args, volumes, env, cache, say))
         return prepared_requirements(sites[0], sdist, sha256, name, version, spec.target)

@@ -206,7 +206,12 @@ def read_archive(name: str, item, target, probe=None) -> Archive:
         _, version = parse_sdist_filename(item.filename)
         found = static_requirements(path)
         if probe is not None and (found is None or target.backend == "cpu"):
-            prepared = probe(path, digest, str(canonicalize_name(name)), str(version))  # None: no engine to run it
+            try:
+                prepared = probe(path, digest, str(canonicalize_name(name)), str(version))  # None: no engine to run it
+            except ExternalError:
+                if found is None:
+                    raise
+                prepared = None  # the probe could not run (its venv, its engine): the static metadata stands
             found = (prepared, PREPARED) if prepared is not None else found
     if found is None:
         raise unpreparable(name, str(version), target, f"its source archive {item.filename} declares its dependencies only when built")

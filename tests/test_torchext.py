@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 from bundler.errors import LockError
 from bundler.image import torchenv
@@ -88,6 +89,25 @@ def test_the_stand_in_takes_the_release_requirements_in_asks_for(tmp_path):
     assert (chosen.version, chosen.requires) == ("0.0.9", ("numpy",))
     latest = stand_ins.add("torchop", "", files, wanted_specifier("torchop", ["requests"]), CPU311)
     assert latest.version == "0.1" and (tmp_path / "stand-ins" / "torchop" / "torchop-0.1-py3-none-any.whl").is_file()
+
+
+def test_on_a_cpu_target_the_probe_gives_the_dependencies_and_its_absence_leaves_the_static_ones(tmp_path):
+    from bundler.errors import ExternalError
+    from bundler.lock.torchbuild import PREPARED
+
+    archive = torchop_sdist(tmp_path / "a")
+    files = [IndexFile(archive.name, archive.as_uri(), "")]
+    probed = StandIns(tmp_path / "one", probe=lambda path, sha, name, version: ["six", "numpy>=2"])
+    assert probed.add("torchop", "", files, SpecifierSet(), CPU311).requires == ("six", "numpy>=2")
+    assert probed.archives[("torchop", "0.1")].source == PREPARED
+
+    def unavailable(path, sha, name, version):
+        raise ExternalError("no venv", hint="")
+
+    kept = StandIns(tmp_path / "two", probe=unavailable).add("torchop", "", files, SpecifierSet(), CPU311)
+    assert (kept.requires, kept.source) == (("typing-extensions",), "egg-info/requires.txt")
+    none = StandIns(tmp_path / "three", probe=lambda *args: None).add("torchop", "", files, SpecifierSet(), CPU311)
+    assert none.source == "egg-info/requires.txt"
 
 
 def test_a_pyg_package_names_its_per_torch_wheel_index_in_the_refusal():

@@ -277,8 +277,11 @@ def member_names(sdist: Path) -> list[str]:
 
 def top_file(sdist: Path, filename: str) -> str:
     """The text of ``<top>/filename`` in the archive ("" when it has none or cannot be read)."""
+
+    def at_top(name: str) -> bool:
+        return name.count("/") == 1 and name.endswith("/" + filename)
+
     try:
-        at_top = lambda name: name.count("/") == 1 and name.endswith("/" + filename)  # noqa: E731
         if sdist.name.endswith(".zip"):
             with zipfile.ZipFile(sdist) as archive:
                 name = next((n for n in archive.namelist() if at_top(n)), None)

@@ -283,12 +283,12 @@ def top_file(sdist: Path, filename: str) -> str:
 
     try:
         if sdist.name.endswith(".zip"):
-            with zipfile.ZipFile(sdist) as archive:
-                name = next((n for n in archive.namelist() if at_top(n)), None)
-                return archive.read(name).decode("utf-8", "replace") if name else ""
-        with tarfile.open(sdist) as archive:
-            member = next((m for m in archive.getmembers() if m.isfile() and at_top(m.name)), None)
-            stream = archive.extractfile(member) if member else None
+            with zipfile.ZipFile(sdist) as zipped:
+                name = next((n for n in zipped.namelist() if at_top(n)), None)
+                return zipped.read(name).decode("utf-8", "replace") if name else ""
+        with tarfile.open(sdist) as tarred:
+            member = next((m for m in tarred.getmembers() if m.isfile() and at_top(m.name)), None)
+            stream = tarred.extractfile(member) if member else None
             return stream.read().decode("utf-8", "replace") if stream else ""
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
         return ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bundler.contracts.dropped import pin_that_ships
 from bundler.errors import ExternalError, LockError
 from bundler.lock.spec import LockSpec
 from bundler.lock.torchbuild import per_torch_index, torch_build_failure, unpreparable, without_frames
@@ -92,7 +93,6 @@ _PREPARE = re.compile(
 )
 _OUTPUT = re.compile(r"\[\d+ lines? of output\]\n(.*?)\n\s*\[end of output\]", re.DOTALL)
 _MISSING = re.compile(r"No module named '([\w.]+)'")
-MODULE_SHIPPED_BY = {"pkg_resources": "setuptools<82"}  # a module old setup.py files import, and what still ships it (data)
 
 
 def prepare_failure(log: str) -> tuple[str, str, str] | None:
@@ -116,7 +116,7 @@ def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockErro
     why = ""
     if missing:
         module = missing[-1]
-        shipped = MODULE_SHIPPED_BY.get(module.split(".")[0])
+        shipped = pin_that_ships(module)
         why = f" Its setup imports {module}, which its isolated build environment does not have" + (
             f" (only {shipped} still ships it): the release is older than the build tools pip installs for it."
             if shipped

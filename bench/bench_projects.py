@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -74,8 +75,19 @@ def drop_unreachable(project: Path) -> list[str]:
 
 
 def run(argv: list[str], env: dict, timeout: int = 3600) -> tuple[float, subprocess.CompletedProcess]:
+    """Run a command as a user would: its progress lines (stderr) shown as they come, prefixed with the elapsed seconds, and kept."""
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.append(process.stdout.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        err = []
+        for line in process.stderr:  # type: ignore[union-attr]
+            err.append(line)
+            print(f"  [{time.perf_counter() - started:7.1f}s] {line}", end="", file=sys.stderr, flush=True)
+        process.wait(timeout=timeout)
+        reader.join()
+    done = subprocess.CompletedProcess(argv, process.returncode, "".join(out), "".join(err))
     return time.perf_counter() - started, done
 
 

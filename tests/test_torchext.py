@@ -235,3 +235,47 @@ def test_a_failed_build_against_torch_shows_the_packages_own_errors_and_the_rout
     assert "subprocess-exited-with-error" not in error.message and "nvcc or hipcc" in error.message
     hint = error.hint or ""
     assert "CUDA or ROCm Target" in hint and "publishes a wheel for torch==2.13.0+cpu" in hint and "oosen" not in hint
+
+
+NINJA_LOG = """\
+bundler: building against torch 2.13.0+cpu with MAX_JOBS=2
+  running build_ext
+  [1/2] c++ -MMD -MF /tmp/pip-req-build-x1/build/temp.linux-x86_64-cpython-311/csrc/cpu/scatter_cpu.o.d -pthread \
+-I/tmp/venv/lib/python3.11/site-packages/torch/include -c /tmp/pip-req-build-x1/csrc/cpu/scatter_cpu.cpp \
+-o /tmp/pip-req-build-x1/build/temp.linux-x86_64-cpython-311/csrc/cpu/scatter_cpu.o -O3 -DTORCH_EXTENSION_NAME=_scatter_cpu
+  [2/2] c++ -MMD -pthread -c /tmp/pip-req-build-x1/csrc/scatter.cpp -o /tmp/pip-req-build-x1/build/scatter.o -O3
+  x86_64-linux-gnu-g++ -pthread -shared /tmp/pip-req-build-x1/build/scatter.o -o build/lib/torch_scatter/_scatter_cpu.so
+  g++ -pthread -fPIC -I/tmp/venv/include -c csrc/sparse.cpp -o build/sparse.o
+"""
+
+
+def test_a_torch_build_says_each_compile_step_and_the_link_with_the_seconds_since_it_began():
+    from bundler.image.builder import CompileProgress
+
+    said: list[str] = []
+    ticks = iter(range(0, 100, 10))
+    progress = CompileProgress("torch-scatter", said.append, clock=lambda: float(next(ticks)))
+    for start in range(0, len(NINJA_LOG), 37):  # the engine's frames cut lines anywhere
+        progress(NINJA_LOG[start : start + 37])
+    assert said == [
+        "  torch-scatter: torch and the build requirements installed (10 s); compiling…",
+        "  torch-scatter: step 1 of 2: csrc/cpu/scatter_cpu.cpp (20 s)",
+        "  torch-scatter: step 2 of 2: csrc/scatter.cpp (30 s)",
+        "  torch-scatter: linking (40 s)",
+        "  torch-scatter: compiling csrc/sparse.cpp (file 1, 50 s)",
+    ]
+
+
+def test_the_compiler_lines_a_verbose_build_prints_are_not_taken_for_its_errors():
+    from bundler.image.builder import own_lines
+
+    log = NINJA_LOG.replace("-O3", "-O3 -Wno-error=deprecated") + (
+        "  FAILED: /tmp/pip-req-build-x1/build/scatter.o\n"
+        "  c++ -MMD -pthread -Wno-error=deprecated -c /tmp/pip-req-build-x1/csrc/scatter.cpp -o /tmp/pip-req-build-x1/build/scatter.o\n"
+        "  /tmp/pip-req-build-x1/csrc/scatter.cpp:12:5: error: 'Tensor' does not name a type\n"
+        "  ninja: build stopped: subcommand failed.\n"
+        "  RuntimeError: Error compiling objects for extension\n"
+    )
+    lines = own_lines(log).splitlines()
+    assert lines[0].endswith("error: 'Tensor' does not name a type") and "RuntimeError: Error compiling objects for extension" in lines[1]
+    assert not any("-Wno-error" in line for line in lines)

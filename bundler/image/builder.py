@@ -18,6 +18,7 @@ import re
 import shlex
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,9 +143,56 @@ def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Pat
             "$V -m pip install -q --no-index --no-deps --require-hashes -r /env/torch.txt",
             f"$V -m pip install -q -c /env/constraints.txt {requires}" if requires else "true",
             "echo \"bundler: building against torch $($V -c 'import torch; print(torch.__version__)') with MAX_JOBS=$MAX_JOBS\"",
-            f'$V -m pip wheel --no-build-isolation --no-deps --no-cache-dir -w /out "/in/{sdist}"',
+            f'$V -m pip wheel -v --no-build-isolation --no-deps --no-cache-dir -w /out "/in/{sdist}"',  # -v: its compiler lines
         ]
     )
+
+
+_NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]\s")
+_COMPILER = re.compile(r"(?:^|[\s/])(?:[\w-]+-)?(?:gcc|g\+\+|c\+\+|cc|clang\+\+|clang|nvcc|hipcc)(?:-[\d.]+)?\s")
+_SOURCE = re.compile(r"\s-c\s+['\"]?(\S+?)['\"]?(?:\s|$)")
+_BUILD_TREE = re.compile(r"^.*/pip-req-build-[^/]+/")
+
+
+def compile_command(line: str) -> bool:
+    """Whether ``line`` is a compiler's command line (ninja's ``[k/N]`` step or a compiler call), not its message."""
+    return bool(_NINJA_STEP.match(line) or (_COMPILER.search(line) and (_SOURCE.search(line) or " -shared" in line)))
+
+
+class CompileProgress:
+    """A torch build's output as progress lines: each compile step (ninja's ``[k/N]``, else each compiler call) and
+    the link, with the seconds since the build began; fed the container's output as it comes."""
+
+    def __init__(self, name: str, say: Say, clock: Callable[[], float] = time.monotonic) -> None:
+        self.name, self.say, self.clock = name, say, clock
+        self.started = clock()
+        self.partial = ""
+        self.calls = 0
+
+    def __call__(self, text: str) -> None:
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self.line(line.strip())
+
+    def elapsed(self) -> str:
+        return f"{self.clock() - self.started:.0f} s"
+
+    def line(self, line: str) -> None:
+        if line.startswith("bundler: building against torch"):
+            self.say(f"  {self.name}: torch and the build requirements installed ({self.elapsed()}); compiling…")
+            return
+        if not compile_command(line):
+            return
+        step, source = _NINJA_STEP.match(line), _SOURCE.search(line)
+        what = _BUILD_TREE.sub("", source.group(1)) if source else ""
+        if step:
+            self.say(f"  {self.name}: step {step.group(1)} of {step.group(2)}{': ' + what if what else ''} ({self.elapsed()})")
+        elif source:
+            self.calls += 1
+            self.say(f"  {self.name}: compiling {what} (file {self.calls}, {self.elapsed()})")
+        else:
+            self.say(f"  {self.name}: linking ({self.elapsed()})")
 
 
 def build_in_container(
@@ -175,10 +223,13 @@ def build_in_container(
         )
     else:
         say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
-    code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}")
+    progress = CompileProgress(name, say) if against is not None else None
+    code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}", progress)
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
         raise build_failure(name, version, sdist, code, log, against, input_name)
+    if progress is not None:
+        say(f"Built {wheels[0].name} in {progress.elapsed()}.")
     return wheels[0], log
 
 
@@ -230,8 +281,11 @@ def _wheel_script(python: str, what: str, before: str = "") -> str:
     )
 
 
-def _run_builder(engine: Engine, image: str, script: str, env: dict[str, str], mounts: list[Mount], what: str) -> tuple[int, str]:
-    """``script`` in a builder container as the calling user; (exit, log), exit -1 when it ran past BUILD_TIMEOUT_S."""
+def _run_builder(
+    engine: Engine, image: str, script: str, env: dict[str, str], mounts: list[Mount], what: str, follow: Say | None = None
+) -> tuple[int, str]:
+    """``script`` in a builder container as the calling user; (exit, log), exit -1 when it ran past BUILD_TIMEOUT_S.
+    ``follow`` gets its output as it comes."""
     spec = RunSpec(
         image,
         [script],
@@ -243,7 +297,7 @@ def _run_builder(engine: Engine, image: str, script: str, env: dict[str, str], m
         network_mode="bridge",
     )
     try:
-        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)
+        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S, follow=follow)
     except EngineFailure as error:
         raise BuildError(
             f"the builder container for {what} could not run: {error.explanation[:300]}.",
@@ -321,10 +375,11 @@ _OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such fi
 
 def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
     """The package's own error lines (its compiler's and setup's, pip's framing left out), then the last lines of its output."""
-    lines = [line.rstrip() for line in log.splitlines() if line.strip() and not _PIP_NOISE.search(line.strip())]
+    stripped = [line.strip() for line in log.splitlines()]
+    lines = [line for line in stripped if line and not _PIP_NOISE.search(line) and not compile_command(line)]
     picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
     picked += [line for line in lines[-last:] if line not in picked]
-    return "\n  ".join(line.strip()[:300] for line in picked)
+    return "\n  ".join(line[:300] for line in picked)
 
 
 def torch_build_failure(

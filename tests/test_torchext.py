@@ -137,6 +137,21 @@ def test_the_archives_build_requirements_leave_torch_out(tmp_path):
     assert torchenv.build_requires(plain) == ("setuptools", "wheel") and torchenv.imports_torch(plain)
 
 
+def test_a_setup_py_that_turns_ninja_off_builds_its_extensions_in_parallel_on_a_cpu_target_only(tmp_path):
+    from bundler.image import builder
+
+    setup = "from torch.utils.cpp_extension import BuildExtension\ncmdclass = {'build_ext': BuildExtension.with_options(use_ninja=False)}\n"
+    archive = write_archive(tmp_path / "ops-1.0.tar.gz", {"ops-1.0/setup.py": setup})
+    assert torchenv.turns_ninja_off(archive) and not torchenv.turns_ninja_off(torchop_sdist(tmp_path / "s"))
+    cpu = torchenv.plan(CPU311, "bookworm-python", "torch==2.13.0+cpu", "d" * 64, (), jobs=3, ninja_off=True)
+    cuda = torchenv.plan(Target("cuda", "12.6", "2.13.0", "3.11"), "rt", "torch==2.13.0+cu126", "a" * 64, (), jobs=3, ninja_off=True)
+    assert (cpu.parallel_extensions, cuda.parallel_extensions) == (3, 0)
+    (tmp_path / "env").mkdir()
+    script = builder.torch_script("python3.11", archive.name, builder.AgainstTorch(cpu, [], [], tmp_path), tmp_path / "env")
+    assert "export DIST_EXTRA_CONFIG=/env/distutils.cfg" in script
+    assert (tmp_path / "env" / "distutils.cfg").read_text().split() == ["[build_ext]", "parallel", "=", "3"]
+
+
 # ----- a real extension, locked, built against the real CPU torch, imported and called ---------------
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, docker_client, docker_engine, debian_python_image, cpu_torch_wheel):

@@ -12,6 +12,7 @@ package's build allows it.
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import os
 import re
@@ -136,9 +137,16 @@ def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Pat
     (env_folder / "torch.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (env_folder / "constraints.txt").write_text("\n".join(against.constraints) + "\n", encoding="utf-8")
     requires = " ".join(shlex.quote(item) for item in against.plan.build_requires)
+    parallel = ""
+    if against.plan.parallel_extensions:
+        settings = configparser.ConfigParser()
+        settings["build_ext"] = {"parallel": str(against.plan.parallel_extensions)}
+        with open(env_folder / "distutils.cfg", "w", encoding="utf-8") as handle:
+            settings.write(handle)
+        parallel = "; export DIST_EXTRA_CONFIG=/env/distutils.cfg"  # setuptools reads it besides setup.cfg
     return "; ".join(
         [
-            f"set -e; PY=$(command -v {python}); cd /tmp",
+            f"set -e; PY=$(command -v {python}); cd /tmp{parallel}",
             '"$PY" -m venv /tmp/venv; V=/tmp/venv/bin/python',
             "$V -m pip install -q --no-index --no-deps --require-hashes -r /env/torch.txt",
             f"$V -m pip install -q -c /env/constraints.txt {requires}" if requires else "true",
@@ -219,7 +227,9 @@ def build_in_container(
         mounts += [Mount(str(against.cache), "/wheels"), Mount(str(env_folder), "/env")]
         say(
             f"Building a wheel of {name}=={version} from {sdist.name} against {against.plan.torch} (build isolation off, "
-            f"MAX_JOBS={against.plan.environment.get('MAX_JOBS')}, at most {BUILD_TIMEOUT_S} s)…"
+            f"MAX_JOBS={against.plan.environment.get('MAX_JOBS')}"
+            + (f", its ninja off: {against.plan.parallel_extensions} extensions at once" if against.plan.parallel_extensions else "")
+            + f", at most {BUILD_TIMEOUT_S} s)…"
         )
     else:
         say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")

@@ -58,6 +58,7 @@ size_budget_mb = 20000
 """
 UNREACHABLE = ("torchvision", "torchaudio")  # only PyTorch's index has their +cpu builds, and it cannot be reached here
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_BUILT = re.compile(r"^Built (\S+?)-\d\S*\.whl in (\d+ s)\.$", re.MULTILINE)  # the builder's line: seconds per compiled package
 
 
 def drop_unreachable(project: Path) -> list[str]:
@@ -120,7 +121,7 @@ def one(name: str, work: Path, env: dict, base: str) -> dict:
     tag = f"bundler-bench/{name}:1"
     seconds, done = run([*bundler, "build", str(project), "--tag", tag, "--json"], env)
     data = document(done)
-    row.update(build_s=round(seconds, 1), build_exit=done.returncode)
+    row.update(build_s=round(seconds, 1), build_exit=done.returncode, compiled=dict(_BUILT.findall(done.stderr)))
     deps_image = (data.get("context") or {}).get("deps_image") or _deps_image(done.stderr)
     row["images"] = [tag, deps_image]
     if done.returncode != 0:

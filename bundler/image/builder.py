@@ -160,6 +160,7 @@ _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]\s")
 _COMPILER = re.compile(r"(?:^|[\s/])(?:[\w-]+-)?(?:gcc|g\+\+|c\+\+|cc|clang\+\+|clang|nvcc|hipcc)(?:-[\d.]+)?\s")
 _SOURCE = re.compile(r"\s-c\s+['\"]?(\S+?)['\"]?(?:\s|$)")
 _BUILD_TREE = re.compile(r"^.*/pip-req-build-[^/]+/")
+_COMPILE_ERROR = re.compile(r"^\S+?:\d+(?::\d+)?: (?:fatal )?error: ")
 
 
 def compile_command(line: str) -> bool:
@@ -176,6 +177,7 @@ class CompileProgress:
         self.started = clock()
         self.partial = ""
         self.calls = 0
+        self.failed = False
 
     def __call__(self, text: str) -> None:
         lines = (self.partial + text).split("\n")
@@ -190,6 +192,9 @@ class CompileProgress:
         if line.startswith("bundler: building against torch"):
             self.say(f"  {self.name}: torch and the build requirements installed ({self.elapsed()}); compiling…")
             return
+        if _COMPILE_ERROR.match(line) and not self.failed:
+            self.failed = True  # said at once: the files compiling beside it still run to their end before the build stops
+            self.say(f"  {self.name}: the compiler reports an error ({self.elapsed()}): {_BUILD_TREE.sub('', line)[:300]}")
         if not compile_command(line):
             return
         step, source = _NINJA_STEP.match(line), _SOURCE.search(line)

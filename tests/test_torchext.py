@@ -149,6 +149,7 @@ def test_a_setup_py_that_turns_ninja_off_builds_its_extensions_in_parallel_on_a_
     (tmp_path / "env").mkdir()
     script = builder.torch_script("python3.11", archive.name, builder.AgainstTorch(cpu, [], [], tmp_path), tmp_path / "env")
     assert "export DIST_EXTRA_CONFIG=/env/distutils.cfg" in script
+    assert script.index('export PATH="/tmp/venv/bin:$PATH"') < script.index("pip wheel")  # where the venv's ninja is
     assert (tmp_path / "env" / "distutils.cfg").read_text().split() == ["[build_ext]", "parallel", "=", "3"]
 
 

@@ -148,6 +148,7 @@ def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Pat
         [
             f"set -e; PY=$(command -v {python}); cd /tmp{parallel}",
             '"$PY" -m venv /tmp/venv; V=/tmp/venv/bin/python',
+            'export PATH="/tmp/venv/bin:$PATH"',  # torch finds ninja (installed in the venv) on PATH, else compiles one file at a time
             "$V -m pip install -q --no-index --no-deps --require-hashes -r /env/torch.txt",
             f"$V -m pip install -q -c /env/constraints.txt {requires}" if requires else "true",
             "echo \"bundler: building against torch $($V -c 'import torch; print(torch.__version__)') with MAX_JOBS=$MAX_JOBS\"",

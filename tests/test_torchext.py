@@ -257,7 +257,7 @@ NINJA_LOG = """\
 bundler: building against torch 2.13.0+cpu with MAX_JOBS=2
   running build_ext
   [1/2] c++ -MMD -MF /tmp/pip-req-build-x1/build/temp.linux-x86_64-cpython-311/csrc/cpu/scatter_cpu.o.d -pthread \
--I/tmp/venv/lib/python3.11/site-packages/torch/include -c /tmp/pip-req-build-x1/csrc/cpu/scatter_cpu.cpp \
+-I/tmp/venv/lib/python3.11/site-packages/torch/include -c -c /tmp/pip-req-build-x1/csrc/cpu/scatter_cpu.cpp \
 -o /tmp/pip-req-build-x1/build/temp.linux-x86_64-cpython-311/csrc/cpu/scatter_cpu.o -O3 -DTORCH_EXTENSION_NAME=_scatter_cpu
   [2/2] c++ -MMD -pthread -c /tmp/pip-req-build-x1/csrc/scatter.cpp -o /tmp/pip-req-build-x1/build/scatter.o -O3
   x86_64-linux-gnu-g++ -pthread -shared /tmp/pip-req-build-x1/build/scatter.o -o build/lib/torch_scatter/_scatter_cpu.so
@@ -277,8 +277,8 @@ def test_a_torch_build_says_each_compile_step_and_the_link_with_the_seconds_sinc
         progress(NINJA_LOG[start : start + 37])
     assert said == [
         "  torch-scatter: torch and the build requirements installed (10 s); compiling…",
-        "  torch-scatter: step 1 of 2: csrc/cpu/scatter_cpu.cpp (20 s)",
-        "  torch-scatter: step 2 of 2: csrc/scatter.cpp (30 s)",
+        "  torch-scatter: compiled 1 of 2: csrc/cpu/scatter_cpu.cpp (20 s)",
+        "  torch-scatter: compiled 2 of 2: csrc/scatter.cpp (30 s)",
         "  torch-scatter: linking (40 s)",
         "  torch-scatter: compiling csrc/sparse.cpp (file 1, 50 s)",
         "  torch-scatter: the compiler reports an error (60 s): csrc/sparse.cpp:12:5: error: 'Tensor' does not name a type",

@@ -159,14 +159,14 @@ def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Pat
 
 _NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]\s")
 _COMPILER = re.compile(r"(?:^|[\s/])(?:[\w-]+-)?(?:gcc|g\+\+|c\+\+|cc|clang\+\+|clang|nvcc|hipcc)(?:-[\d.]+)?\s")
-_SOURCE = re.compile(r"\s-c\s+['\"]?(\S+?)['\"]?(?:\s|$)")
+_SOURCE = re.compile(r"(?:^|\s)['\"]?(\S+?\.(?:c|cc|cpp|cxx|cu|hip))['\"]?(?=\s|$)")  # the file compiled (-c may come twice)
 _BUILD_TREE = re.compile(r"^.*/pip-req-build-[^/]+/")
 _COMPILE_ERROR = re.compile(r"^\S+?:\d+(?::\d+)?: (?:fatal )?error: ")
 
 
 def compile_command(line: str) -> bool:
     """Whether ``line`` is a compiler's command line (ninja's ``[k/N]`` step or a compiler call), not its message."""
-    return bool(_NINJA_STEP.match(line) or (_COMPILER.search(line) and (_SOURCE.search(line) or " -shared" in line)))
+    return bool(_NINJA_STEP.match(line) or (_COMPILER.search(line) and (" -c " in line or " -shared" in line)))
 
 
 class CompileProgress:
@@ -201,8 +201,9 @@ class CompileProgress:
         step, source = _NINJA_STEP.match(line), _SOURCE.search(line)
         what = _BUILD_TREE.sub("", source.group(1)) if source else ""
         if step:
-            self.say(f"  {self.name}: step {step.group(1)} of {step.group(2)}{': ' + what if what else ''} ({self.elapsed()})")
-        elif source:
+            # ninja prints a step as it ends when its output is not a terminal
+            self.say(f"  {self.name}: compiled {step.group(1)} of {step.group(2)}{': ' + what if what else ''} ({self.elapsed()})")
+        elif " -c " in line and source:
             self.calls += 1
             self.say(f"  {self.name}: compiling {what} (file {self.calls}, {self.elapsed()})")
         else:

@@ -251,6 +251,8 @@ def test_a_failed_build_against_torch_shows_the_packages_own_errors_and_the_rout
     assert "subprocess-exited-with-error" not in error.message and "nvcc or hipcc" in error.message
     hint = error.hint or ""
     assert "CUDA or ROCm Target" in hint and "publishes a wheel for torch==2.13.0+cpu" in hint and "oosen" not in hint
+    late = builder.build_failure("torchop", "0.1", tmp_path / "torchop-0.1.tar.gz", -1, "  torchop: compiled 3 of 9\n", against)
+    assert "ran past its time limit" in late.message and "BUNDLER_WHEEL_BUILD_TIMEOUT" in (late.hint or "")
 
 
 NINJA_LOG = """\

@@ -36,7 +36,7 @@ from bundler.pipsettings import container_pip, host_pip_settings
 BUILDER_REPOSITORY = "bundler/builder"
 BUILDER_LABEL = f"{LABEL_PREFIX}.builder.key"
 RECIPE = "1"  # bump when the builder Dockerfile below changes meaning
-BUILD_TIMEOUT_S = int(os.environ.get("BUNDLER_WHEEL_BUILD_TIMEOUT", "1800"))
+BUILD_TIMEOUT_S = int(os.environ.get("BUNDLER_WHEEL_BUILD_TIMEOUT", "3600"))  # PyG's torch-sparse took 28 min on 2 busy cores
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest time a wheel (zip) can hold
 Say = Callable[[str], None]
 COMPILERS = {  # what a source file needs -> Debian packages
@@ -373,7 +373,7 @@ def build_failure(
         else f"the build exited {code}"
     )
     if against is not None:
-        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(_NEEDS_CUDA.search(log)))
+        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(_NEEDS_CUDA.search(log)), code == -1)
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
         hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in {input_name}, then `bundler lock`), or "
@@ -400,11 +400,16 @@ def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
 
 
 def torch_build_failure(
-    name: str, version: str, sdist: Path, why: str, tail: str, against: AgainstTorch, needs_gpu_compiler: bool
+    name: str, version: str, sdist: Path, why: str, tail: str, against: AgainstTorch, needs_gpu_compiler: bool, timed_out: bool = False
 ) -> BuildError:
     """A failed build against torch: the package's own last lines and the routes (wheels, the devel base, a system package)."""
     plan = against.plan
     routes = []
+    if timed_out:
+        routes.append(
+            f"give it more time (BUNDLER_WHEEL_BUILD_TIMEOUT, now {BUILD_TIMEOUT_S} s; the progress lines said how far it came) "
+            "or build on a machine with more cores (MAX_JOBS follows them)"
+        )
     if needs_gpu_compiler and not plan.devel:
         why = "it compiles CUDA/ROCm code, which needs nvcc or hipcc; a CPU Target's base has neither"
         routes.append(f"lock for a CUDA or ROCm Target, whose build runs on its devel base ({name} may not build for a CPU Target at all)")

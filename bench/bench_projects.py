@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -57,6 +58,7 @@ size_budget_mb = 20000
 """
 UNREACHABLE = ("torchvision", "torchaudio")  # only PyTorch's index has their +cpu builds, and it cannot be reached here
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_BUILT = re.compile(r"^Built (\S+?)-\d\S*\.whl in (\d+ s)\.$", re.MULTILINE)  # the builder's line: seconds per compiled package
 
 
 def drop_unreachable(project: Path) -> list[str]:
@@ -74,8 +76,19 @@ def drop_unreachable(project: Path) -> list[str]:
 
 
 def run(argv: list[str], env: dict, timeout: int = 3600) -> tuple[float, subprocess.CompletedProcess]:
+    """Run a command as a user would: its progress lines (stderr) shown as they come, prefixed with the elapsed seconds, and kept."""
     started = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as process:
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.append(process.stdout.read()), daemon=True)  # type: ignore[union-attr]
+        reader.start()
+        err = []
+        for line in process.stderr:  # type: ignore[union-attr]
+            err.append(line)
+            print(f"  [{time.perf_counter() - started:7.1f}s] {line}", end="", file=sys.stderr, flush=True)
+        process.wait(timeout=timeout)
+        reader.join()
+    done = subprocess.CompletedProcess(argv, process.returncode, "".join(out), "".join(err))
     return time.perf_counter() - started, done
 
 
@@ -108,7 +121,7 @@ def one(name: str, work: Path, env: dict, base: str) -> dict:
     tag = f"bundler-bench/{name}:1"
     seconds, done = run([*bundler, "build", str(project), "--tag", tag, "--json"], env)
     data = document(done)
-    row.update(build_s=round(seconds, 1), build_exit=done.returncode)
+    row.update(build_s=round(seconds, 1), build_exit=done.returncode, compiled=dict(_BUILT.findall(done.stderr)))
     deps_image = (data.get("context") or {}).get("deps_image") or _deps_image(done.stderr)
     row["images"] = [tag, deps_image]
     if done.returncode != 0:

@@ -677,6 +677,17 @@ def test_the_build_and_the_diagnostics_name_the_same_debian_package_for_every_li
     assert "choose a base image" in diagnostics_imports.hint_for(unknown, "somedist", "1.0")
 
 
+def test_a_submodule_the_installed_release_dropped_is_not_a_package_to_add():
+    from importlib import metadata
+
+    from bdiag import imports as diagnostics_imports
+
+    hint = diagnostics_imports.hint_for("ModuleNotFoundError: No module named 'packaging._six'", "torch-geometric", "1.7.0")
+    assert f"a module packaging {metadata.version('packaging')} no longer has" in hint and "older packaging" in hint
+    assert "optional extra" not in hint
+    assert "optional extra" in diagnostics_imports.hint_for("ModuleNotFoundError: No module named 'nosuchpkg.sub'", "d", "1.0")
+
+
 def test_a_hand_edit_of_the_tables_json_copy_is_found_stale(tmp_path):
     for path, text in generate.expected(tmp_path).items():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -135,3 +135,20 @@ def test_a_tcp_engine_speaks_tls_as_the_docker_cli_is_told_to(tmp_path):
     assert verified.tls is not None and verified.tls.verify_mode == ssl.CERT_REQUIRED and verified.tls.check_hostname
     unverified = Endpoint.parse("tcp://gpu-box", {"DOCKER_CERT_PATH": str(tmp_path)})
     assert unverified.port == 2376 and unverified.tls is not None and unverified.tls.verify_mode == ssl.CERT_NONE
+
+
+@pytest.mark.docker
+def test_a_followed_run_still_ends_at_its_timeout_with_the_output_so_far(docker_engine, debian_python_image):
+    import time
+
+    from bundler.engine.base import RunSpec
+
+    seen: list[str] = []
+    started = time.monotonic()
+    ran = docker_engine.run(
+        RunSpec(debian_python_image, ["echo begun; sleep 60; echo never"], entrypoint=["/bin/sh", "-c"]), timeout=3, follow=seen.append
+    )
+    assert ran.timed_out and time.monotonic() - started < 30
+    assert "begun" in "".join(seen) and "never" not in ran.output
+    quick = docker_engine.run(RunSpec(debian_python_image, ["exit 3"], entrypoint=["/bin/sh", "-c"]), timeout=30, follow=seen.append)
+    assert quick.exit_code == 3

@@ -157,6 +157,22 @@ def test_the_archives_build_requirements_leave_torch_out(tmp_path):
     assert torchenv.build_requires(plain) == ("setuptools", "wheel") and torchenv.imports_torch(plain)
 
 
+def test_a_setup_py_that_turns_ninja_off_builds_its_extensions_in_parallel_on_a_cpu_target_only(tmp_path):
+    from bundler.image import builder
+
+    setup = "from torch.utils.cpp_extension import BuildExtension\ncmdclass = {'build_ext': BuildExtension.with_options(use_ninja=False)}\n"
+    archive = write_archive(tmp_path / "ops-1.0.tar.gz", {"ops-1.0/setup.py": setup})
+    assert torchenv.turns_ninja_off(archive) and not torchenv.turns_ninja_off(torchop_sdist(tmp_path / "s"))
+    cpu = torchenv.plan(CPU311, "bookworm-python", "torch==2.13.0+cpu", "d" * 64, (), jobs=3, ninja_off=True)
+    cuda = torchenv.plan(Target("cuda", "12.6", "2.13.0", "3.11"), "rt", "torch==2.13.0+cu126", "a" * 64, (), jobs=3, ninja_off=True)
+    assert (cpu.parallel_extensions, cuda.parallel_extensions) == (3, 0)
+    (tmp_path / "env").mkdir()
+    script = builder.torch_script("python3.11", archive.name, builder.AgainstTorch(cpu, [], [], tmp_path), tmp_path / "env")
+    assert "export DIST_EXTRA_CONFIG=/env/distutils.cfg" in script
+    assert script.index('export PATH="/tmp/venv/bin:$PATH"') < script.index("pip wheel")  # where the venv's ninja is
+    assert (tmp_path / "env" / "distutils.cfg").read_text().split() == ["[build_ext]", "parallel", "=", "3"]
+
+
 # ----- a real extension, locked, built against the real CPU torch, imported and called ---------------
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, docker_client, docker_engine, debian_python_image, cpu_torch_wheel):
@@ -358,3 +374,52 @@ def test_a_failed_build_against_torch_shows_the_packages_own_errors_and_the_rout
     assert "subprocess-exited-with-error" not in error.message and "nvcc or hipcc" in error.message
     hint = error.hint or ""
     assert "CUDA or ROCm Target" in hint and "publishes a wheel for torch==2.13.0+cpu" in hint and "oosen" not in hint
+    late = builder.build_failure("torchop", "0.1", tmp_path / "torchop-0.1.tar.gz", -1, "  torchop: compiled 3 of 9\n", against)
+    assert "ran past its time limit" in late.message and "BUNDLER_WHEEL_BUILD_TIMEOUT" in (late.hint or "")
+
+
+NINJA_LOG = """\
+bundler: building against torch 2.13.0+cpu with MAX_JOBS=2
+  running build_ext
+  [1/2] c++ -MMD -MF /tmp/pip-req-build-x1/build/temp.linux-x86_64-cpython-311/csrc/cpu/scatter_cpu.o.d -pthread \
+-I/tmp/venv/lib/python3.11/site-packages/torch/include -c -c /tmp/pip-req-build-x1/csrc/cpu/scatter_cpu.cpp \
+-o /tmp/pip-req-build-x1/build/temp.linux-x86_64-cpython-311/csrc/cpu/scatter_cpu.o -O3 -DTORCH_EXTENSION_NAME=_scatter_cpu
+  [2/2] c++ -MMD -pthread -c /tmp/pip-req-build-x1/csrc/scatter.cpp -o /tmp/pip-req-build-x1/build/scatter.o -O3
+  x86_64-linux-gnu-g++ -pthread -shared /tmp/pip-req-build-x1/build/scatter.o -o build/lib/torch_scatter/_scatter_cpu.so
+  g++ -pthread -fPIC -I/tmp/venv/include -c csrc/sparse.cpp -o build/sparse.o
+  /tmp/pip-req-build-x1/csrc/sparse.cpp:12:5: error: 'Tensor' does not name a type
+  /tmp/pip-req-build-x1/csrc/sparse.cpp:14:1: error: expected declaration
+"""
+
+
+def test_a_torch_build_says_each_compile_step_and_the_link_with_the_seconds_since_it_began():
+    from bundler.image.builder import CompileProgress
+
+    said: list[str] = []
+    ticks = iter(range(0, 100, 10))
+    progress = CompileProgress("torch-scatter", said.append, clock=lambda: float(next(ticks)))
+    for start in range(0, len(NINJA_LOG), 37):  # the engine's frames cut lines anywhere
+        progress(NINJA_LOG[start : start + 37])
+    assert said == [
+        "  torch-scatter: torch and the build requirements installed (10 s); compiling…",
+        "  torch-scatter: compiled 1 of 2: csrc/cpu/scatter_cpu.cpp (20 s)",
+        "  torch-scatter: compiled 2 of 2: csrc/scatter.cpp (30 s)",
+        "  torch-scatter: linking (40 s)",
+        "  torch-scatter: compiling csrc/sparse.cpp (file 1, 50 s)",
+        "  torch-scatter: the compiler reports an error (60 s): csrc/sparse.cpp:12:5: error: 'Tensor' does not name a type",
+    ]
+
+
+def test_the_compiler_lines_a_verbose_build_prints_are_not_taken_for_its_errors():
+    from bundler.image.builder import own_lines
+
+    log = NINJA_LOG.split("  /tmp")[0].replace("-O3", "-O3 -Wno-error=deprecated") + (
+        "  FAILED: /tmp/pip-req-build-x1/build/scatter.o\n"
+        "  c++ -MMD -pthread -Wno-error=deprecated -c /tmp/pip-req-build-x1/csrc/scatter.cpp -o /tmp/pip-req-build-x1/build/scatter.o\n"
+        "  /tmp/pip-req-build-x1/csrc/scatter.cpp:12:5: error: 'Tensor' does not name a type\n"
+        "  ninja: build stopped: subcommand failed.\n"
+        "  RuntimeError: Error compiling objects for extension\n"
+    )
+    lines = own_lines(log).splitlines()
+    assert lines[0].endswith("error: 'Tensor' does not name a type") and "RuntimeError: Error compiling objects for extension" in lines[1]
+    assert not any("-Wno-error" in line for line in lines)

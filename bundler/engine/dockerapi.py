@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import tarfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, BinaryIO
@@ -273,21 +274,48 @@ class DockerEngine(Engine):
                     self._api.call("POST", wire.Api.path("/containers/{}/start", container))
                 except wire.WireError as error:
                     raise StartFailed(error.message[:500], engine=self.label) from None
-                output = self._logs(container, follow=True, each=follow) if follow is not None else ""
-                try:
-                    code = int(
-                        (self._api.call("POST", wire.Api.path("/containers/{}/wait", container), timeout=timeout) or {}).get(
-                            "StatusCode", 1
+                with self._deadline(container, timeout if follow is not None else None) as expired:
+                    output = self._logs(container, follow=True, each=follow) if follow is not None else ""
+                    try:
+                        code = int(
+                            (self._api.call("POST", wire.Api.path("/containers/{}/wait", container), timeout=timeout) or {}).get(
+                                "StatusCode", 1
+                            )
                         )
-                    )
-                except wire.Timeout:  # it ran past its time
-                    code = -1
+                    except wire.Timeout:  # it ran past its time
+                        code = -1
+                code = -1 if expired.is_set() else code
                 if follow is None:
                     output = self._logs(container, follow=False, each=None)
                 files = {path: self._copy_out(container, path) for path in copy_out}
             finally:
                 self._api.call("DELETE", wire.Api.path("/containers/{}", container, force=True))
         return RunResult(code, output, files)
+
+    @contextmanager
+    def _deadline(self, container: str, timeout: float | None) -> Iterator[threading.Event]:
+        """Kill ``container`` once ``timeout`` seconds have passed (the event says it was): a followed log
+        stream lasts as long as the container, so the wait's own timeout would come only after it."""
+        expired = threading.Event()
+        if timeout is None:
+            yield expired
+            return
+
+        def kill() -> None:
+            try:
+                self._api.call("POST", wire.Api.path("/containers/{}/kill", container))
+            except wire.WireError:
+                return  # it stopped meanwhile, on time
+            expired.set()
+
+        timer = threading.Timer(timeout, kill)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield expired
+        finally:
+            timer.cancel()
+            timer.join()  # a kill under way ends before the caller reads the event
 
     def _logs(self, container: str, *, follow: bool, each: Lines | None) -> str:
         """stdout and stderr as they came (``each`` gets every piece as it comes)."""

@@ -12,12 +12,14 @@ package's build allows it.
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import os
 import re
 import shlex
 import tarfile
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,13 +31,13 @@ from bundler.image.context import write_dockerfile_context
 from bundler.image.labels import LABEL_PREFIX
 from bundler.image.steps import EngineBuildError, run_engine_build
 from bundler.image.torchenv import TorchBuildPlan
-from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, own_lines
+from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, NINJA_STEP, compile_command, own_lines
 from bundler.pipsettings import container_pip, host_pip_settings
 
 BUILDER_REPOSITORY = "bundler/builder"
 BUILDER_LABEL = f"{LABEL_PREFIX}.builder.key"
 RECIPE = "1"  # bump when the builder Dockerfile below changes meaning
-BUILD_TIMEOUT_S = int(os.environ.get("BUNDLER_WHEEL_BUILD_TIMEOUT", "1800"))
+BUILD_TIMEOUT_S = int(os.environ.get("BUNDLER_WHEEL_BUILD_TIMEOUT", "3600"))  # PyG's torch-sparse took 28 min on 2 busy cores
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest time a wheel (zip) can hold
 Say = Callable[[str], None]
 COMPILERS = {  # what a source file needs -> Debian packages
@@ -136,16 +138,70 @@ def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Pat
     (env_folder / "torch.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (env_folder / "constraints.txt").write_text("\n".join(against.constraints) + "\n", encoding="utf-8")
     requires = " ".join(shlex.quote(item) for item in against.plan.build_requires)
+    parallel = ""
+    if against.plan.parallel_extensions:
+        settings = configparser.ConfigParser()
+        settings["build_ext"] = {"parallel": str(against.plan.parallel_extensions)}
+        with open(env_folder / "distutils.cfg", "w", encoding="utf-8") as handle:
+            settings.write(handle)
+        parallel = "; export DIST_EXTRA_CONFIG=/env/distutils.cfg"  # setuptools reads it besides setup.cfg
     return "; ".join(
         [
-            f"set -e; PY=$(command -v {python}); cd /tmp",
+            f"set -e; PY=$(command -v {python}); cd /tmp{parallel}",
             '"$PY" -m venv /tmp/venv; V=/tmp/venv/bin/python',
+            'export PATH="/tmp/venv/bin:$PATH"',  # torch finds ninja (installed in the venv) on PATH, else compiles one file at a time
             "$V -m pip install -q --no-index --no-deps --require-hashes -r /env/torch.txt",
             f"$V -m pip install -q -c /env/constraints.txt {requires}" if requires else "true",
             "echo \"bundler: building against torch $($V -c 'import torch; print(torch.__version__)') with MAX_JOBS=$MAX_JOBS\"",
-            f'$V -m pip wheel --no-build-isolation --no-deps --no-cache-dir -w /out "/in/{sdist}"',
+            f'$V -m pip wheel -v --no-build-isolation --no-deps --no-cache-dir -w /out "/in/{sdist}"',  # -v: its compiler lines
         ]
     )
+
+
+_SOURCE = re.compile(r"(?:^|\s)['\"]?(\S+?\.(?:c|cc|cpp|cxx|cu|hip))['\"]?(?=\s|$)")  # the file compiled (-c may come twice)
+_BUILD_TREE = re.compile(r"^.*/pip-req-build-[^/]+/")
+_COMPILE_ERROR = re.compile(r"^\S+?:\d+(?::\d+)?: (?:fatal )?error: ")
+
+
+class CompileProgress:
+    """A torch build's output as progress lines: each compile step (ninja's ``[k/N]``, else each compiler call) and
+    the link, with the seconds since the build began; fed the container's output as it comes."""
+
+    def __init__(self, name: str, say: Say, clock: Callable[[], float] = time.monotonic) -> None:
+        self.name, self.say, self.clock = name, say, clock
+        self.started = clock()
+        self.partial = ""
+        self.calls = 0
+        self.failed = False
+
+    def __call__(self, text: str) -> None:
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self.line(line.strip())
+
+    def elapsed(self) -> str:
+        return f"{self.clock() - self.started:.0f} s"
+
+    def line(self, line: str) -> None:
+        if line.startswith("bundler: building against torch"):
+            self.say(f"  {self.name}: torch and the build requirements installed ({self.elapsed()}); compiling…")
+            return
+        if _COMPILE_ERROR.match(line) and not self.failed:
+            self.failed = True  # said at once: the files compiling beside it still run to their end before the build stops
+            self.say(f"  {self.name}: the compiler reports an error ({self.elapsed()}): {_BUILD_TREE.sub('', line)[:300]}")
+        if not compile_command(line):
+            return
+        step, source = NINJA_STEP.match(line), _SOURCE.search(line)
+        what = _BUILD_TREE.sub("", source.group(1)) if source else ""
+        if step:
+            # ninja prints a step as it ends when its output is not a terminal
+            self.say(f"  {self.name}: compiled {step.group(1)} of {step.group(2)}{': ' + what if what else ''} ({self.elapsed()})")
+        elif " -c " in line and source:
+            self.calls += 1
+            self.say(f"  {self.name}: compiling {what} (file {self.calls}, {self.elapsed()})")
+        else:
+            self.say(f"  {self.name}: linking ({self.elapsed()})")
 
 
 def build_in_container(
@@ -172,14 +228,19 @@ def build_in_container(
         mounts += [Mount(str(against.cache), "/wheels"), Mount(str(env_folder), "/env")]
         say(
             f"Building a wheel of {name}=={version} from {sdist.name} against {against.plan.torch} (build isolation off, "
-            f"MAX_JOBS={against.plan.environment.get('MAX_JOBS')}, at most {BUILD_TIMEOUT_S} s)…"
+            f"MAX_JOBS={against.plan.environment.get('MAX_JOBS')}"
+            + (f", its ninja off: {against.plan.parallel_extensions} extensions at once" if against.plan.parallel_extensions else "")
+            + f", at most {BUILD_TIMEOUT_S} s)…"
         )
     else:
         say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
-    code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}")
+    progress = CompileProgress(name, say) if against is not None else None
+    code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}", progress)
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
         raise build_failure(name, version, sdist, code, log, against, input_name)
+    if progress is not None:
+        say(f"Built {wheels[0].name} in {progress.elapsed()}.")
     return wheels[0], log
 
 
@@ -231,8 +292,11 @@ def _wheel_script(python: str, what: str, before: str = "") -> str:
     )
 
 
-def _run_builder(engine: Engine, image: str, script: str, env: dict[str, str], mounts: list[Mount], what: str) -> tuple[int, str]:
-    """``script`` in a builder container as the calling user; (exit, log), exit -1 when it ran past BUILD_TIMEOUT_S."""
+def _run_builder(
+    engine: Engine, image: str, script: str, env: dict[str, str], mounts: list[Mount], what: str, follow: Say | None = None
+) -> tuple[int, str]:
+    """``script`` in a builder container as the calling user; (exit, log), exit -1 when it ran past BUILD_TIMEOUT_S.
+    ``follow`` gets its output as it comes."""
     spec = RunSpec(
         image,
         [script],
@@ -244,7 +308,7 @@ def _run_builder(engine: Engine, image: str, script: str, env: dict[str, str], m
         network_mode="bridge",
     )
     try:
-        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S)
+        ran = engine.run(spec, timeout=BUILD_TIMEOUT_S, follow=follow)
     except EngineFailure as error:
         raise BuildError(
             f"the builder container for {what} could not run: {error.explanation[:300]}.",
@@ -300,7 +364,7 @@ def build_failure(
         else f"the build exited {code}"
     )
     if against is not None:
-        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(NEEDS_GPU_COMPILER.search(log)))
+        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(NEEDS_GPU_COMPILER.search(log)), code == -1)
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
         hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in {input_name}, then `bundler lock`), or "
@@ -311,11 +375,16 @@ def build_failure(
 
 
 def torch_build_failure(
-    name: str, version: str, sdist: Path, why: str, tail: str, against: AgainstTorch, needs_gpu_compiler: bool
+    name: str, version: str, sdist: Path, why: str, tail: str, against: AgainstTorch, needs_gpu_compiler: bool, timed_out: bool = False
 ) -> BuildError:
     """A failed build against torch: the package's own last lines and the routes (wheels, the devel base, a system package)."""
     plan = against.plan
     routes = []
+    if timed_out:
+        routes.append(
+            f"give it more time (BUNDLER_WHEEL_BUILD_TIMEOUT, now {BUILD_TIMEOUT_S} s; the progress lines said how far it came) "
+            "or build on a machine with more cores (MAX_JOBS follows them)"
+        )
     if needs_gpu_compiler and not plan.devel:
         why = "it compiles CUDA/ROCm code, which needs nvcc or hipcc; a CPU Target's base has neither"
         routes.append(f"lock for a CUDA or ROCm Target, whose build runs on its devel base ({name} may not build for a CPU Target at all)")

@@ -30,6 +30,7 @@ from bundler.tomlcompat import loads as toml_loads
 JOB_MEMORY_GIB = 2.0  # what one compiler job of a torch extension takes, at most, in practice
 DEFAULT_BUILD_REQUIRES = ("setuptools", "wheel")
 _IMPORTS_TORCH = re.compile(r"^\s*(import torch\b|from torch(\.[\w.]+)? import\b)", re.MULTILINE)
+_NINJA_OFF = re.compile(r"\buse_ninja\s*=\s*False\b")
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class TorchBuildPlan:
     torch_sha256: str  # the Target's torch wheel
     environment: dict[str, str] = field(default_factory=dict)
     build_requires: tuple[str, ...] = ()
+    parallel_extensions: int = 0  # setuptools' build_ext -j (0: its default, one extension after another)
 
     @property
     def cache_key(self) -> str:
@@ -57,6 +59,12 @@ def imports_torch(sdist: Path) -> bool:
         elif _IMPORTS_TORCH.search(text):
             return True
     return False
+
+
+def turns_ninja_off(sdist: Path) -> bool:
+    """Whether its setup.py builds without ninja (``BuildExtension.with_options(use_ninja=False)``, as PyG's ops do):
+    then torch compiles its files one at a time, whatever MAX_JOBS says."""
+    return any(name.endswith("setup.py") and _NINJA_OFF.search(text) for name, text in _build_files(sdist).items())
 
 
 def build_requires(sdist: Path) -> tuple[str, ...]:
@@ -130,9 +138,16 @@ def cuda_arch_list(arch: tuple[str, ...]) -> str:
 
 
 def plan(
-    target, runtime_base: str, torch_pin: str, torch_sha256: str, requires: tuple[str, ...], jobs: int | None = None
+    target,
+    runtime_base: str,
+    torch_pin: str,
+    torch_sha256: str,
+    requires: tuple[str, ...],
+    jobs: int | None = None,
+    ninja_off: bool = False,
 ) -> TorchBuildPlan:
-    """The build of one torch-compiling archive for ``target`` (the devel base on CUDA/ROCm, the runtime base on CPU)."""
+    """The build of one torch-compiling archive for ``target`` (the devel base on CUDA/ROCm, the runtime base on CPU).
+    ``ninja_off``: its setup.py turns ninja off (turns_ninja_off)."""
     from bundler.target.table_file import load_table
 
     jobs = jobs or max_jobs()
@@ -140,7 +155,10 @@ def plan(
     if "ninja" not in {str(canonicalize_name(name)) for name in _names(list(requires))}:
         requires = (*requires, "ninja")  # torch's BuildExtension compiles in parallel (MAX_JOBS) only with ninja
     if target.backend == "cpu":
-        return TorchBuildPlan(runtime_base, False, torch_pin, torch_sha256, environment | {"FORCE_CUDA": "0"}, requires)
+        # Without ninja, setuptools can still build several extensions at once (PyG's ops are one per file); only on a
+        # CPU Target: torch swaps the one shared compiler between nvcc and c++ per file, which threads would interleave.
+        parallel = jobs if ninja_off else 0
+        return TorchBuildPlan(runtime_base, False, torch_pin, torch_sha256, environment | {"FORCE_CUDA": "0"}, requires, parallel)
     table = load_table()
     build = table.build_for(target)
     base = table.base_images(build, target.python)["devel"]

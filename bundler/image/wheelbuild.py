@@ -145,7 +145,8 @@ def _torch_plan(item: dict, lock: Lock, target, base) -> torchenv.TorchBuildPlan
             hint="Check the network and the lock's indexes, then build again.",
             value=item["name"],
         )
-    return torchenv.plan(target, base.reference, f"torch=={torch_pin.version}", cached.sha256, torchenv.build_requires(sdist))
+    requires, ninja_off = torchenv.build_requires(sdist), torchenv.turns_ninja_off(sdist)
+    return torchenv.plan(target, base.reference, f"torch=={torch_pin.version}", cached.sha256, requires, ninja_off=ninja_off)
 
 
 def _against_torch(plan: torchenv.TorchBuildPlan, lock: Lock, target) -> builder.AgainstTorch:

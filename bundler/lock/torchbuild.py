@@ -63,6 +63,8 @@ _PIP_NOISE = re.compile(
 )
 _TRACEBACK_LINE = re.compile(r"^(Traceback|During handling|The above exception|[~^]+$)")
 _OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
+NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]\s")
+_COMPILER = re.compile(r"(?:^|[\s/])(?:[\w-]+-)?(?:gcc|g\+\+|c\+\+|cc|clang\+\+|clang|nvcc|hipcc)(?:-[\d.]+)?\s")
 
 
 def without_frames(text: str) -> list[str]:
@@ -77,10 +79,15 @@ def without_frames(text: str) -> list[str]:
     return kept
 
 
+def compile_command(line: str) -> bool:
+    """Whether ``line`` is a compiler's command line (ninja's ``[k/N]`` step or a compiler call), not its message."""
+    return bool(NINJA_STEP.match(line) or (_COMPILER.search(line) and (" -c " in line or " -shared" in line)))
+
+
 def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
     """The package's own error lines (its compiler's and setup's, pip's framing and traceback frames left out), then the last
     lines of its output."""
-    lines = [line for line in without_frames(log) if not _PIP_NOISE.search(line)]
+    lines = [line for line in without_frames(log) if not _PIP_NOISE.search(line) and not compile_command(line)]
     picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
     picked += [line for line in lines[-last:] if line not in picked]
     return "\n  ".join(line.strip()[:300] for line in picked)

@@ -206,6 +206,23 @@ def _tail(path: str) -> str:
     return " | ".join(lines[-3:])[-500:]
 
 
+def _module_gone(module: str) -> str:
+    """For ``a.b`` whose package ``a`` is installed: "<a's distribution> <version>" (the installed release lacks the
+    submodule, as torch 2 lacks torch._six); "" when it is not such a case."""
+    import importlib.util
+    from importlib import metadata
+
+    top = module.split(".")[0]
+    if "." not in module or importlib.util.find_spec(top) is None:
+        return ""
+    owners: dict[str, list[str]] = getattr(metadata, "packages_distributions", dict)()  # 3.10+
+    name = (owners.get(top) or [top])[0]
+    try:
+        return f"{name} {metadata.version(name)}"
+    except metadata.PackageNotFoundError:
+        return ""
+
+
 def hint_for(error: str, dist: str, version: str, input_name: str = "requirements.in") -> str:
     """What to do about one failed import (``input_name``: the lock's input, bundle.toml [build] requirements)."""
     from importlib import metadata
@@ -235,6 +252,13 @@ def hint_for(error: str, dist: str, version: str, input_name: str = "requirement
             f"{dist} {version} imports {missing.group(1)}, which {shipper} dropped in release {release}: pin "
             f"`{dropped.pin_that_ships(missing.group(1))}` in {input_name} ({note}), or require a newer release of {dist}; "
             "then `bundler lock`."
+        )
+    gone = _module_gone(missing.group(1)) if missing else ""
+    if missing and gone:
+        return (
+            f"{dist} {version} imports {missing.group(1)}, a module {gone} no longer has (no package to add): {dist} {version} "
+            f"was made for an older {gone.split()[0]}. Pin a release of {dist} made for {gone} in {input_name}, or an older "
+            f"{gone.split()[0]}; then `bundler lock`."
         )
     if missing:
         return (

@@ -245,9 +245,9 @@ def hint_for(error: str, dist: str, version: str, input_name: str = "requirement
             f"pinned: pin an older {newer.group(1)} made for NumPy 1.x in {input_name} (or lift the numpy pin); then `bundler lock`."
         )
     missing = re.search(r"No module named '([^']+)'", error)
-    gone = dropped.dropped_from(missing.group(1)) if missing else None
-    if missing and gone:
-        shipper, release, note = gone
+    dropped_by = dropped.dropped_from(missing.group(1)) if missing else None
+    if missing and dropped_by:
+        shipper, release, note = dropped_by
         return (
             f"{dist} {version} imports {missing.group(1)}, which {shipper} dropped in release {release}: pin "
             f"`{dropped.pin_that_ships(missing.group(1))}` in {input_name} ({note}), or require a newer release of {dist}; "

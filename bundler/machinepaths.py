@@ -24,7 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|\{[A-Za-z_][\w.]*(?:\(\))?\})"  # a name, a variable or an f-string field
+# A command substitution, $(whoami) or `id -un`: an interpolation like $USER.
+_COMMAND = rb"(?:\$\([A-Za-z_][\w -]*\)|`[A-Za-z_][\w -]*`)"
+# A name, a variable, a command substitution or an f-string field.
+_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|\{[A-Za-z_][\w.]*(?:\(\))?\})"
 _PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"
 _UNIX_TAIL = rb"(?:/" + _PATH_CHARS + rb"*)*"
 _WIN_SEP = rb"(?:\\\\|\\|//?)"  # one or two of either: C:\\Users, C://Users//name
@@ -66,7 +69,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",
     ]
     if general:
-        segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?)+"  # /scratch/${ACCOUNT}/x is absolute too
+        segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb")+"  # /scratch/${ACCOUNT}/x is absolute too
         parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
         parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
         parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|$))")

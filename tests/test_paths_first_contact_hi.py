@@ -47,3 +47,28 @@ def test_a_notebook_cell_under_the_projects_root_is_not_rewritten_to_a_parameter
     prefixes = [f.text[: f.prefix_length] for f in before.failing if f.project_relative is not None and f.prefix_length]
     values = read_env_local(root / ".env.local")
     assert _notebook_proof(backup, (root / "nb/train.ipynb").read_text(), values, prefixes) is None
+
+
+# --- 2. a command substitution inside a path is an interpolation, like $USER -----------------
+
+
+def test_a_command_substitution_inside_a_path_does_not_hide_it(tmp_path):
+    script = "#!/bin/bash\nexport HF_HOME=/scratch/$(whoami)/.cache/hf/\nOUT=/scratch/`whoami`/runs/\nD=/home/$(id -un)/data\n"
+    root = build_tree(tmp_path / "p", {"run.sh": script})
+    assert [(n, s, c) for _, n, s, c in _found(root)] == [(2, "absolute", "code"), (3, "absolute", "code"), (4, "home", "code")]
+
+
+# --- 3. a variable's name is read as words: only a word saying URL or route drops a path ------
+
+
+def test_a_name_drops_an_absolute_path_only_when_its_words_say_url_or_route(tmp_path):
+    code = (
+        "src = '/home/ab/data/x.csv'\n"
+        "prototype_purity_file = '/gpfs/lab/ab/purity.npy'\n"
+        "base_url = '/api/v1'\n"
+        "apiRoute = '/items/list'\n"
+        "@app.route('/users/list')\n"
+    )
+    page = '<img class="a" src="/users/ab.png">\n'
+    root = build_tree(tmp_path / "p", {"a.py": code, "page.vue": page})
+    assert [(f, n) for f, n, _, _ in _found(root)] == [("a.py", 1), ("a.py", 2)]

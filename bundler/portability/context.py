@@ -158,17 +158,29 @@ def _remote_use(data: bytes, at: int) -> bool:
 
 # --- web paths ---------------------------------------------------------------------------------
 
-_WEB_ATTRIBUTE = re.compile(rb"(?i)(?<![\w-])(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
-_WEB_KEY = re.compile(rb"(?i)(?:ur[il]|endpoint|route|api)\w*\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
+_WEB_ATTRIBUTE = re.compile(rb"(?i)(?<![\w-])(href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+_IN_TAG = re.compile(rb"<[A-Za-z][\w-]*\s[^<>]*$")  # inside an HTML or a Vue tag: <img class=x src=
+_WEB_KEY = re.compile(rb"([A-Za-z_]\w*)\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
+_NAME_WORD = re.compile(rb"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_WEB_WORDS = frozenset({b"url", b"urls", b"uri", b"uris", b"endpoint", b"endpoints", b"route", b"routes", b"api", b"apis", b"href"})
 _HYDRA_DEFAULT = re.compile(rb"\s*-\s*(?:override\s+|optional\s+)*$")
 
 
+def web_name(name: bytes) -> bool:
+    """Does a name say URL or route, read as words (``base_url``, ``apiRoute``; not ``purity_file``)?"""
+    return any(word.lower() in _WEB_WORDS for word in _NAME_WORD.findall(name))
+
+
 def is_web_path(data: bytes, line_start: int, start: int) -> bool:
-    """A path that is an HTML attribute's value (``href="/users/x"``), a URI's or a route's (``@app.route("/a/b")``)
-    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``)."""
-    if _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None:
+    """A path that is an HTML attribute's value (``<img src="/users/x">``), a URI's or a route's (``@app.route("/a/b")``)
+    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``).
+    ``src`` names a web path only inside a tag: a variable named so holds a source folder."""
+    window = max(line_start, start - 40)
+    attribute = _WEB_ATTRIBUTE.search(data, window, start)
+    if attribute is not None and (attribute.group(1).lower() != b"src" or _IN_TAG.search(data, line_start, attribute.start())):
         return True
-    if _WEB_KEY.search(data, max(line_start, start - 40), start) is not None:
+    key = _WEB_KEY.search(data, window, start)
+    if key is not None and web_name(key.group(1)):
         return True
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 

@@ -169,9 +169,9 @@ def used_as_folder(data: bytes, line_start: int, start: int, end: int) -> bool:
     return _PYTHON_FOLDER_USE.search(data, max(line_start, start - 200), start) is not None
 
 
-_STRING_METHOD = re.compile(
-    rb"\.(?:r?split|replace|startswith|endswith|removeprefix|removesuffix|r?find|r?index|r?strip|lstrip|r?partition|count)\($"
-)
+# Methods whose argument is a fragment of a text. Not startswith/removeprefix: a prefix compared
+# with a path (``p.startswith("/gpfs/lab")``) is the folder the code expects to run under.
+_STRING_METHOD = re.compile(rb"\.(?:r?split|replace|endswith|removesuffix|r?find|r?index|r?strip|lstrip|r?partition|count)\($")
 
 
 _JOIN_BEFORE = re.compile(rb"(?:join|Path|PurePath|PosixPath)\(\s*$")

@@ -72,3 +72,21 @@ def test_a_name_drops_an_absolute_path_only_when_its_words_say_url_or_route(tmp_
     page = '<img class="a" src="/users/ab.png">\n'
     root = build_tree(tmp_path / "p", {"a.py": code, "page.vue": page})
     assert [(f, n) for f, n, _, _ in _found(root)] == [("a.py", 1), ("a.py", 2)]
+
+
+# --- 4. a drive path is read in the source text, whatever its escape decodes to -------------
+
+
+def test_a_drive_path_whose_backslash_is_an_escape_is_still_a_path(tmp_path):
+    code = 'config = {"output_dir": "E:\\a"}\nprint("Total:\\n")\nnote = "A:\\n"\nlog_dir = "A:\\n"\n'
+    root = build_tree(tmp_path / "p", {"a.py": code})
+    assert [(n, s) for _, n, s, _ in _found(root)] == [(1, "windows-drive"), (4, "windows-drive")]
+
+
+# --- 5. a prefix comparison names the folder the code expects to run under -------------------
+
+
+def test_a_prefix_comparison_with_an_absolute_path_is_a_finding(tmp_path):
+    code = "if os.getcwd().startswith('/gpfs/lab5'):\n    pass\nparts = name.split('/utils/')\n"
+    root = build_tree(tmp_path / "p", {"a.py": code})
+    assert [(n, s) for _, n, s, _ in _found(root)] == [(1, "absolute")]

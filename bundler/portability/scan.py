@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.machinepaths import PORTABLE_LOOKAHEAD, line_hits, shape_patterns, word_byte
+from bundler.machinepaths import PORTABLE_LOOKAHEAD, line_hits, path_named, shape_patterns, word_byte
 from bundler.portability import context, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
@@ -430,7 +430,7 @@ class Scanner:
                 category = "docs"
         if shape == "temp-dir" and not context.temp_is_output(data, line_start, hit.start, hit.text):
             return None
-        if hit.group == "windows" and not _windows_path(hit.text, place.json):
+        if hit.group == "windows" and not _windows_path(hit.text, place.json, path_named(data, line_start, hit.start)):
             return None
         if hit.group in ("home", "project", "temp", "absolute") and context.is_web_path(data, line_start, hit.start):
             return None
@@ -519,12 +519,16 @@ def _note_quoted_tildes(relative: str, text: str, found: list[Finding]) -> None:
                 finding.note = QUOTED_TILDE
 
 
-_ESCAPE_NOT_PATH = re.compile(r"[A-Za-z]:\\[A-Za-z]")
+_TEXT_ESCAPE = re.compile(r"[A-Za-z]:\\[ntr]")
 
 
-def _windows_path(text: str, json: bool) -> bool:
-    """``f:\n`` in JSON text (or an escape after a one-letter name) is not a Windows path."""
-    if _ESCAPE_NOT_PATH.fullmatch(text):
+def _windows_path(text: str, json: bool, named: bool) -> bool:
+    """``f:\n`` in JSON text (or a text's escape after a one-letter name: ``"Total:\n"``) is not a Windows path.
+
+    The source text is read, not the value: ``"output_dir": "E:\a"`` is the folder ``E:\a`` its author
+    wrote, whatever Python's ``\a`` decodes to; a value named as a folder is a path even after ``\n``.
+    """
+    if _TEXT_ESCAPE.fullmatch(text) and not named:
         return False
     return not (json and text[2] == "\\" and text[3:4] != "\\")
 

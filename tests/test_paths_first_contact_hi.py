@@ -90,3 +90,20 @@ def test_a_prefix_comparison_with_an_absolute_path_is_a_finding(tmp_path):
     code = "if os.getcwd().startswith('/gpfs/lab5'):\n    pass\nparts = name.split('/utils/')\n"
     root = build_tree(tmp_path / "p", {"a.py": code})
     assert [(n, s) for _, n, s, _ in _found(root)] == [(1, "absolute")]
+
+
+# --- 6. a minified bundle is generated, known by its content ---------------------------------
+
+
+def test_a_minified_bundle_is_generated_by_its_content(tmp_path):
+    line = "var a=1;" * 60  # 480 characters on one line
+    files = {
+        "static/index-Cf9rC4Nx.js": f'{line}fetch("/dataset/list");\n',  # a bundler's hashed name, a long line
+        "static/app.js": "x=1;" * 300 + 'go("/clusters/all")\n',  # a line no person writes
+        "static/hand.js": f'// {line}\nconst DATA = "/home/ab/data";\n',  # written by hand: scanned
+    }
+    root = build_tree(tmp_path / "p", files)
+    scanned = paths.scan(root)
+    assert {f.file for f in scanned.findings} == {"static/hand.js"}
+    assert {s.file for s in scanned.skipped} >= {"static/index-Cf9rC4Nx.js", "static/app.js"}
+    assert {f.file for f in paths.scan(root, include_generated=True).findings} == set(files)

@@ -107,3 +107,12 @@ def test_a_minified_bundle_is_generated_by_its_content(tmp_path):
     assert {f.file for f in scanned.findings} == {"static/hand.js"}
     assert {s.file for s in scanned.skipped} >= {"static/index-Cf9rC4Nx.js", "static/app.js"}
     assert {f.file for f in paths.scan(root, include_generated=True).findings} == set(files)
+
+
+# --- 7. markup and regular expressions are text written with slashes ------------------------
+
+
+def test_a_closing_tag_and_a_regex_literal_are_not_folders(tmp_path):
+    data = json.dumps([{"input": "<root> <item>1</item> </root>"}, {"code": 'bio.replace(/England/g, "UK")'}], indent=1)
+    root = build_tree(tmp_path / "p", {"data/demo.json": data + "\n", "a.py": "OUT = '/root/out'\nG = '/data/g'\n"})
+    assert [(f, n) for f, n, _, _ in _found(root)] == [("a.py", 1), ("a.py", 2)]

@@ -185,6 +185,20 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 
 
+# --- markup and regular expressions: </root>, /England/g ----------------------------------------
+
+_REGEX_LITERAL = re.compile(rb"/[^/\s]+/[gimsuyd]{1,4}(?![\w/.-])")
+
+
+def markup_or_regex(data: bytes, start: int) -> bool:
+    """Is the text at ``start`` a closing tag (``</root>``) or a JavaScript regular expression
+    (``s.replace(/England/g, …)``): text written with slashes, never a folder?"""
+    if start > 0 and data[start - 1] == 0x3C:  # <
+        return True
+    quoted = start > 0 and data[start - 1] in b"\"'"  # "/data/g" is a string: a folder g
+    return not quoted and _REGEX_LITERAL.match(data, start) is not None
+
+
 # --- a container's own side: docker exec NAME /bin/bash /scripts/x.sh ------------------------
 
 _CONTAINER_COMMAND = re.compile(rb"\b(?:(?:nvidia-)?docker|podman)\s+(?:exec|run|container\s+(?:exec|run))\b|\bkubectl\s+exec\b")

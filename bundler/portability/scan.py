@@ -434,6 +434,8 @@ class Scanner:
             return None
         if hit.group in ("home", "project", "temp", "absolute") and context.is_web_path(data, line_start, hit.start):
             return None
+        if hit.group in ("home", "temp", "absolute") and context.markup_or_regex(data, hit.start):
+            return None
         if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
             return None  # an inlined image or video, not a folder
         if hit.group in ("temp", "absolute") and context.in_container(data, line_start, hit.start):

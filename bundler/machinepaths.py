@@ -63,7 +63,16 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         rb"(?P<lookup>expanduser\(\s*[rRuU]?(?P<q1>[\"'])~[^\"'\n]*(?P=q1)\s*\)|home\(\)"
         rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
         rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
-        rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
+        # ~\\Desktop\\x: IPython's shortened home in a Windows traceback; two folders at least
+        rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/"
+        + _PATH_CHARS
+        + rb"*"
+        + _UNIX_TAIL
+        + rb"|~(?:\\\\|\\)"
+        + _WIN_NAME
+        + rb"+(?:(?:\\\\|\\)"
+        + _WIN_NAME
+        + rb"+)+)",
         rb"(?P<remote>:(?:~|/|[\w.-]+/|[\w*-][\w.*-]*)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",

@@ -116,3 +116,17 @@ def test_a_closing_tag_and_a_regex_literal_are_not_folders(tmp_path):
     data = json.dumps([{"input": "<root> <item>1</item> </root>"}, {"code": 'bio.replace(/England/g, "UK")'}], indent=1)
     root = build_tree(tmp_path / "p", {"data/demo.json": data + "\n", "a.py": "OUT = '/root/out'\nG = '/data/g'\n"})
     assert [(f, n) for f, n, _, _ in _found(root)] == [("a.py", 1), ("a.py", 2)]
+
+
+# --- 8. IPython's shortened home in tracebacks ----------------------------------------------
+
+
+def test_ipythons_shortened_home_is_found_and_a_home_that_was_root_is_the_systems(tmp_path):
+    windows = "\u001b[1;32m~\\Desktop\\work\\proj\\model.py\u001b[0m in forward\n"
+    system = "\u001b[0;32m~usr/local/lib/python3.6/dist-packages/torch/optim/adam.py\u001b[0m in step\n"
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": ["go()\n"]}
+    cell["outputs"] = [{"output_type": "error", "ename": "E", "evalue": "", "traceback": [windows, system]}]
+    notebook = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+    root = build_tree(tmp_path / "p", {"run.ipynb": notebook, "a.py": "P = '~ab/data/x'\n"})
+    found = [(f.file, f.shape, f.text) for f in paths.scan(root).findings]
+    assert found == [("a.py", "tilde", "~ab/data/x"), ("run.ipynb", "tilde", "~\\\\Desktop\\\\work\\\\proj\\\\model.py")]

@@ -14,7 +14,7 @@ import re
 import tokenize
 from bisect import bisect_right
 
-from bundler.machinepaths import inside_url
+from bundler.machinepaths import FHS_TOP, inside_url, portable_absolute
 
 # --- documentation ------------------------------------------------------------------------
 
@@ -183,6 +183,18 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     if key is not None and web_name(key.group(1)):
         return True
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
+
+
+# --- IPython's shortened home where the home was / -----------------------------------------
+
+_NAMED_TILDE = re.compile(r"~([A-Za-z_][\w.-]*)(/.*)")
+
+
+def system_home_tilde(text: str) -> bool:
+    """``~usr/local/lib/…``: IPython shortens the home to ``~`` even where it was ``/``, so this is
+    ``/usr/local/lib/…``, the system's own folder, and no user's (``~ab/data`` stays one)."""
+    match = _NAMED_TILDE.fullmatch(text)
+    return match is not None and match.group(1) in FHS_TOP and portable_absolute("/" + match.group(1) + match.group(2))
 
 
 # --- markup and regular expressions: </root>, /England/g ----------------------------------------

@@ -428,6 +428,8 @@ class Scanner:
                 return None
             if kind == MARKDOWN:
                 category = "docs"
+        if shape == "tilde" and context.system_home_tilde(hit.text):
+            return None
         if shape == "temp-dir" and not context.temp_is_output(data, line_start, hit.start, hit.text):
             return None
         if hit.group == "windows" and not _windows_path(hit.text, place.json, path_named(data, line_start, hit.start)):
@@ -443,7 +445,8 @@ class Scanner:
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
-        if place.json and hit.group == "windows":  # in JSON text a single backslash starts an escape, never a folder
+        backslashed = hit.group == "windows" or (hit.group == "tilde" and hit.text[1:2] == "\\")
+        if place.json and backslashed:  # in JSON text a single backslash starts an escape, never a folder
             escape = re.search(rb"(?<!\\)(?:\\\\)*\\(?!\\)", data[hit.start : end])
             end = hit.start + escape.start() + len(escape.group(0)) - 1 if escape else end
         raw = data[hit.start : end]

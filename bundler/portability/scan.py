@@ -462,6 +462,8 @@ class Scanner:
         note = _BY_HAND.get(shape, "")
         if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
             note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
+        if target.parameter is not None and not note and _under_project_folder(found, self.root.name):
+            note = UNDER_PROJECT_FOLDER
         if target.parameter is not None and category not in ("docs", "remote", "portable") and not note:
             target = self.registry.name(target)
         prefix = data[line_start : hit.start]
@@ -510,6 +512,17 @@ _BY_HAND = {
 }
 
 QUOTED_TILDE = "quoted, so the shell does not expand ~ here: it is no home; change it by hand"
+UNDER_PROJECT_FOLDER = (
+    "under a folder named as this project, so likely the project's own place on that machine (a git-ignored"
+    " folder, outputs): a parameter would not follow the project when it moves; write it relative to the project by hand"
+)
+_SEPARATORS = re.compile(r"[\\/]+")
+
+
+def _under_project_folder(found: str, project: str) -> bool:
+    """Does the path pass through a folder named as the project, with more below it (``…/proj/out``)?"""
+    parts = [p.lower() for p in _SEPARATORS.split(found)]
+    return len(project) >= 3 and project.lower() in parts[:-1]
 
 
 def _note_quoted_tildes(relative: str, text: str, found: list[Finding]) -> None:

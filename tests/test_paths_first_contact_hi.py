@@ -89,6 +89,7 @@ def test_a_drive_path_whose_backslash_is_an_escape_is_still_a_path(tmp_path):
 
 def test_a_prefix_comparison_with_an_absolute_path_is_a_finding(tmp_path):
     code = "if os.getcwd().startswith('/gpfs/lab5'):\n    pass\nparts = name.split('/utils/')\n"
+    code += "if request.url.path.startswith('/api/v1'):\n    pass\n"
     root = build_tree(tmp_path / "p", {"a.py": code})
     assert [(n, s) for _, n, s, _ in _found(root)] == [(1, "absolute")]
 

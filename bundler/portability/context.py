@@ -163,6 +163,7 @@ _IN_TAG = re.compile(rb"<[A-Za-z][\w-]*\s[^<>]*$")  # inside an HTML or a Vue ta
 _WEB_KEY = re.compile(rb"([A-Za-z_]\w*)\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
 _NAME_WORD = re.compile(rb"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _WEB_WORDS = frozenset({b"url", b"urls", b"uri", b"uris", b"endpoint", b"endpoints", b"route", b"routes", b"api", b"apis", b"href"})
+_PREFIX_OF = re.compile(rb"([\w.]+)\.startswith\(\s*[rRbBuU]?[\"']$")
 _HYDRA_DEFAULT = re.compile(rb"\s*-\s*(?:override\s+|optional\s+)*$")
 
 
@@ -182,6 +183,9 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     key = _WEB_KEY.search(data, window, start)
     if key is not None and web_name(key.group(1)):
         return True
+    compared = _PREFIX_OF.search(data, max(line_start, start - 80), start)
+    if compared is not None and web_name(compared.group(1)):
+        return True  # request.url.path.startswith("/api/"): a web address's prefix
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
 
 

@@ -116,8 +116,9 @@ def test_a_minified_bundle_is_generated_by_its_content(tmp_path):
 
 def test_a_closing_tag_and_a_regex_literal_are_not_folders(tmp_path):
     data = json.dumps([{"input": "<root> <item>1</item> </root>"}, {"code": 'bio.replace(/England/g, "UK")'}], indent=1)
-    root = build_tree(tmp_path / "p", {"data/demo.json": data + "\n", "a.py": "OUT = '/root/out'\nG = '/data/g'\n"})
-    assert [(f, n) for f, n, _, _ in _found(root)] == [("a.py", 1), ("a.py", 2)]
+    files = {"data/demo.json": data + "\n", "a.py": "OUT = '/root/out'\nG = '/data/g'\n", "b.sh": "cd /data/s\n"}
+    root = build_tree(tmp_path / "p", files)
+    assert [(f, n) for f, n, _, _ in _found(root)] == [("a.py", 1), ("a.py", 2), ("b.sh", 1)]
 
 
 # --- 8. IPython's shortened home in tracebacks ----------------------------------------------

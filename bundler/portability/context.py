@@ -203,7 +203,8 @@ def system_home_tilde(text: str) -> bool:
 
 # --- markup and regular expressions: </root>, /England/g ----------------------------------------
 
-_REGEX_LITERAL = re.compile(rb"/[^/\s]+/[gimsuyd]{1,4}(?![\w/.-])")
+# A JavaScript regular expression: a call's argument (s.replace(/England/g, …)) or quoted as code (`/England/g`).
+_REGEX_LITERAL = re.compile(rb"(?:(?<=\()/[^/\s]+/[gimsuyd]{1,4}(?=[,)])|(?<=`)/[^/\s`]+/[gimsuyd]{1,4}(?=`))")
 
 
 def markup_or_regex(data: bytes, start: int) -> bool:
@@ -211,8 +212,7 @@ def markup_or_regex(data: bytes, start: int) -> bool:
     (``s.replace(/England/g, …)``): text written with slashes, never a folder?"""
     if start > 0 and data[start - 1] == 0x3C:  # <
         return True
-    quoted = start > 0 and data[start - 1] in b"\"'"  # "/data/g" is a string: a folder g
-    return not quoted and _REGEX_LITERAL.match(data, start) is not None
+    return _REGEX_LITERAL.match(data, start) is not None
 
 
 # --- a container's own side: docker exec NAME /bin/bash /scripts/x.sh ------------------------

@@ -159,8 +159,8 @@ _SHELL_FOLDER_USE = re.compile(
 )
 _PYTHON_FOLDER_USE = re.compile(
     rb"\b(?:chdir|makedirs|mkdir|rmtree|copytree|copyfile|copy2?|move|listdir|scandir|walk|open|Path|PurePath|join|exists|isdir|glob)"
-    rb"\((?:[^()\n]*,\s*)?[rRbBuUfF]{0,2}\\?[\"']$"
-)
+    rb"\((?:(?:[^()\n]|\((?:[^()\n]|\([^()\n]*\))*\))*,\s*)?[rRbBuUfF]{0,2}\\?[\"']$"
+)  # join(os.path.dirname(__file__), "/common"): an absolute part drops what came before it
 # The names the Filesystem Hierarchy Standard (and macOS) gives to the folders right under /: the
 # system's own, the same on every machine. Any other folder there (/build_tmp, /kaggle) is one machine's.
 FHS_TOP = frozenset({"bin", "boot", "dev", "etc", "home", "lib", "lib32", "lib64", "libx32", "media", "mnt", "opt", "proc"})

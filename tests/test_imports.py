@@ -139,3 +139,14 @@ def test_the_hints_name_the_file_the_lock_is_made_from(site):
     assert done.returncode == 1, done.stderr
     hint = json.loads(done.stdout)["failures"][0]["hint"]
     assert "not_installed_here" in hint and "to requirements.txt" in hint and "requirements.in" not in hint
+
+
+def test_a_dropped_module_is_told_from_the_one_table_by_the_diagnostics_the_lock_and_init():
+    from bundler.contracts.dropped import DROPPED, pin_that_ships
+
+    hint_for = imports.hint_for
+    shipper, release, _ = DROPPED["pkg_resources"]
+    hint = hint_for("ModuleNotFoundError: No module named 'pkg_resources.extern'", "oldpkg", "1.0", "reqs.in")
+    assert f"which {shipper} dropped in release {release}" in hint and f"pin `{shipper}<{release}` in reqs.in" in hint
+    assert pin_that_ships("pkg_resources.extern") == f"{shipper}<{release}" and pin_that_ships("yaml") == ""
+    assert "pin `" not in hint_for("ModuleNotFoundError: No module named 'yaml'", "oldpkg", "1.0")

@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 
 from bundler.errors import LockError
 from bundler.image import torchenv
@@ -24,7 +25,7 @@ from tests.build_support import build_fresh, remove_tag
 from tests.conftest import run_cli
 from tests.deps_support import cpu_project, torch213_project, write_archive
 from tests.fakeindex import real_torch_index
-from tests.torchext_support import local_index, torchop_sdist
+from tests.torchext_support import CUDA_ONLY_SETUP, DYNAMIC_SETUP, add_to_index, local_index, other_sdist, torchop_sdist
 
 CPU311 = Target("cpu", "", "2.13.0", "3.11")
 PIP_LOG = """\
@@ -88,6 +89,25 @@ def test_the_stand_in_takes_the_release_requirements_in_asks_for(tmp_path):
     assert (chosen.version, chosen.requires) == ("0.0.9", ("numpy",))
     latest = stand_ins.add("torchop", "", files, wanted_specifier("torchop", ["requests"]), CPU311)
     assert latest.version == "0.1" and (tmp_path / "stand-ins" / "torchop" / "torchop-0.1-py3-none-any.whl").is_file()
+
+
+def test_on_a_cpu_target_the_probe_gives_the_dependencies_and_its_absence_leaves_the_static_ones(tmp_path):
+    from bundler.errors import ExternalError
+    from bundler.lock.torchbuild import PREPARED
+
+    archive = torchop_sdist(tmp_path / "a")
+    files = [IndexFile(archive.name, archive.as_uri(), "")]
+    probed = StandIns(tmp_path / "one", probe=lambda path, sha, name, version: ["six", "numpy>=2"])
+    assert probed.add("torchop", "", files, SpecifierSet(), CPU311).requires == ("six", "numpy>=2")
+    assert probed.archives[("torchop", "0.1")].source == PREPARED
+
+    def unavailable(path, sha, name, version):
+        raise ExternalError("no venv", hint="")
+
+    kept = StandIns(tmp_path / "two", probe=unavailable).add("torchop", "", files, SpecifierSet(), CPU311)
+    assert (kept.requires, kept.source) == (("typing-extensions",), "egg-info/requires.txt")
+    none = StandIns(tmp_path / "three", probe=lambda *args: None).add("torchop", "", files, SpecifierSet(), CPU311)
+    assert none.source == "egg-info/requires.txt"
 
 
 def test_a_pyg_package_names_its_per_torch_wheel_index_in_the_refusal():
@@ -202,6 +222,109 @@ def test_a_second_build_takes_the_extension_from_the_cache_keyed_by_the_torch_wh
     assert again.returncode == 0, again.stderr[-2000:]
     assert "Building a wheel" not in again.stderr
     assert list((Path(env["BUNDLER_CACHE_DIR"]) / "builds").rglob("*.json")) == [record_path]
+
+
+# ----- at lock time, the archive's metadata prepared with the Target's torch (torchprobe.py) ------------
+def _ops_index(env: dict) -> str:
+    return env["BUNDLER_INDEX_MAP"].split("https://ops.example/simple=")[1].split()[0]
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_cuda_only_kernel_is_refused_at_lock_time_on_a_cpu_target_with_its_own_words(built, tmp_path, debian_python_image):
+    *_, env = built  # its lock made the probe venv with the real CPU torch: this one starts one container
+    add_to_index(_ops_index(env), other_sdist(tmp_path / "a", "cudaop", CUDA_ONLY_SETUP), "cudaop")
+    project = torch213_project(tmp_path / "p", "--extra-index-url https://ops.example/simple\ntorch==2.13.0\ncudaop\n", debian_python_image)
+    locked = run_cli("lock", str(project), "--cpu", env=env)
+    assert locked.returncode != 0
+    message = " ".join(locked.stderr.split())
+    assert "cudaop==0.1 cannot be built for torch 2.13.0 for cpu" in message and "needs nvcc or hipcc" in message
+    assert "CUDA_HOME is not set and torch found no CUDA toolkit" in message  # its own words
+    assert "Lock for a CUDA or ROCm Target" in message and "oosen" not in message and "Nothing was written." in message
+    assert not (project / "requirements-rebuild.txt").exists()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_dependencies_only_its_setup_computes_are_read_from_its_metadata_prepared_with_torch(built, tmp_path, debian_python_image):
+    *_, env = built
+    add_to_index(_ops_index(env), other_sdist(tmp_path / "a", "dynop", DYNAMIC_SETUP), "dynop")
+    project = torch213_project(tmp_path / "p", "--extra-index-url https://ops.example/simple\ntorch==2.13.0\ndynop\n", debian_python_image)
+    locked = run_cli("lock", str(project), "--cpu", "--json", env=env)
+    assert locked.returncode == 0, locked.stderr[-3000:]
+    lock_text = (project / "requirements-rebuild.txt").read_text()
+    assert "dynop==0.1" in lock_text and "six==" in lock_text and "via dynop" in lock_text
+    assert "metadata prepared with the Target's torch installed" in locked.stderr + locked.stdout
+
+
+def test_the_probe_prepares_metadata_as_the_build_will_run_and_names_a_cuda_refusal(tmp_path):
+    from bundler.lock import torchprobe
+
+    site = torchprobe.ProbeSite(None, "base", "sha256:ab", "3.11", "torch==2.13.0+cpu", ["--index-url", "file:///i"], {}, {}, tmp_path)
+    other = torchprobe.ProbeSite(None, "base", "sha256:ab", "3.11", "torch==2.12.0+cpu", ["--index-url", "file:///i"], {}, {}, tmp_path)
+    assert site.venv_key != other.venv_key  # one venv per torch pin, base image and indexes
+    script = torchprobe.probe_script(site, "x-1.0.tar.gz", ("setuptools>=64", "cython<3"), {"FORCE_CUDA": "0"})
+    assert "--no-build-isolation" in script and "--dry-run" in script and "--report /probe/report.json" in script
+    assert "--target /tmp/build-requires" in script and "'cython<3'" in script and "setuptools>=64" not in script
+    assert "export FORCE_CUDA=0" in script and "torch==2.13.0+cpu" in script
+    log = "bundler: preparing metadata with torch 2.13.0+cpu\n  RuntimeError: nvcc was not found.\nerror: metadata-generation-failed\n"
+    cuda = torchprobe.refusal("flashy", "2.0", CPU311, site, log, 1)
+    assert isinstance(cuda, LockError) and "nvcc or hipcc" in cuda.message and "RuntimeError: nvcc was not found." in cuda.message
+    plain = torchprobe.refusal("flashy", "2.0", CPU311, site, log.replace("nvcc", "cmake"), 1)
+    assert "could not be prepared even with torch==2.13.0+cpu" in plain.message and "cmake was not found" in plain.message
+    assert "oosen" not in (plain.hint or "") + (cuda.hint or "")
+    sources = {"k-1.0/setup.py": "import torch\n", "k-1.0/csrc/scan.cu": "", "k-1.0/csrc/a.cuh": ""}
+    kernels = write_archive(tmp_path / "k-1.0.tar.gz", sources)
+    quiet = "bundler: preparing metadata with torch 2.13.0+cpu\n  NameError: name 'bare_metal_version' is not defined\n"
+    assert "nvcc" not in quiet and "holds 2 CUDA sources" in torchprobe.refusal("k", "1.0", CPU311, site, quiet, 1, kernels).message
+    assert "could not be prepared" in torchprobe.refusal("k", "1.0", CPU311, site, quiet, 1, None).message
+    fetcher = write_archive(tmp_path / "f-1.0.tar.gz", {"f-1.0/setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"})
+    assert "declares a CUDAExtension" in torchprobe.refusal("f", "1.0", CPU311, site, quiet, 1, fetcher).message
+    setup = torchprobe.refusal("flashy", "2.0", CPU311, site, "ERROR: No matching distribution found for torch==2.13.0+cpu", 1)
+    assert "probe venv with torch==2.13.0+cpu could not be made" in setup.message
+
+
+SKIMAGE_LOG = """\
+  Downloading skimage-0.0.tar.gz (757 bytes)
+  error: subprocess-exited-with-error
+  × Getting requirements to build wheel did not run successfully.
+  ╰─> [3 lines of output]
+
+      *** Please install the `scikit-image` package (instead of `skimage`) ***
+
+      [end of output]
+  note: This error originates from a subprocess, and is likely not a problem with pip.
+pip._internal.exceptions.FailedToPrepareCandidate: Failed to build 'skimage' when getting requirements to build wheel
+"""
+MMCV_LOG = """\
+  Downloading mmcv-2.0.1.tar.gz (469 kB)
+  ╰─> [4 lines of output]
+      Traceback (most recent call last):
+        File "/tmp/pip-build-env/overlay/_in_process.py", line 406, in <module>
+          main()
+        File "<string>", line 5, in <module>
+      ModuleNotFoundError: No module named 'pkg_resources'
+      [end of output]
+ERROR: Failed to build 'mmcv' when getting requirements to build wheel
+"""
+
+
+def test_an_archive_that_fails_to_give_its_requirements_is_refused_in_its_own_words_not_as_a_conflict():
+    from types import SimpleNamespace
+
+    from bundler.lock.piplog import prepare_failure, unprepared
+
+    assert prepare_failure("ERROR: Cannot install numpy==1 and numpy==2") is None
+    name, version, output = prepare_failure(SKIMAGE_LOG)
+    assert (name, version) == ("skimage", "0.0") and output == "*** Please install the `scikit-image` package (instead of `skimage`) ***"
+    spec = SimpleNamespace(target=CPU311)
+    error = unprepared(spec, name, version, output)
+    assert "skimage==0.0 cannot be resolved for torch 2.13.0 for cpu" in error.message and "instead of `skimage`" in error.message
+    assert "oosen" not in (error.hint or "") and "not at fault" in (error.hint or "")
+    mmcv = unprepared(spec, *prepare_failure(MMCV_LOG))
+    assert "mmcv==2.0.1" in mmcv.message and "imports pkg_resources" in mmcv.message and "setuptools<82" in mmcv.message
+    assert "Traceback" not in mmcv.message and "main()" not in mmcv.message
+    assert "download.openmmlab.com/mmcv/dist/cpu/torch2.13/index.html" in (mmcv.hint or "")
 
 
 def test_a_failed_first_lock_does_not_speak_of_a_previous_lock(tmp_path, indexed):

@@ -63,3 +63,43 @@ def local_index(root: Path, archive: Path) -> str:
     link = f'<a href="{html.escape(archive.resolve().as_uri())}">{html.escape(archive.name)}</a>'
     (page / "index.html").write_text(f"<!DOCTYPE html><html><body>{link}</body></html>\n")
     return (root / "simple").as_uri()
+
+
+# A kernel that builds only with CUDA: its setup.py stops, as flash-attn's and mamba-ssm's do, when torch finds no nvcc.
+CUDA_ONLY_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import CUDA_HOME
+
+if CUDA_HOME is None:
+    raise RuntimeError("cudaop needs nvcc: CUDA_HOME is not set and torch found no CUDA toolkit")
+setup(name="cudaop", version="0.1", packages=[])
+"""
+# Dependencies that only running setup.py with torch present can tell (no static Requires-Dist anywhere in the archive).
+DYNAMIC_SETUP = """\
+import torch
+from setuptools import setup
+
+setup(name="dynop", version="0.1", packages=["dynop"], install_requires=["six"] if torch.__version__ >= "2" else ["nothing-here"])
+"""
+
+
+def other_sdist(folder: Path, name: str, setup: str) -> Path:
+    """``name``-0.1.tar.gz with ``setup`` as its setup.py and a PKG-INFO that declares no dependencies."""
+    stem = f"{name}-{VERSION}"
+    contents = {
+        f"{stem}/setup.py": setup,
+        f"{stem}/PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {VERSION}\n",
+        f"{stem}/{name}/__init__.py": "",
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_archive(folder / f"{stem}.tar.gz", contents)
+
+
+def add_to_index(index_url: str, archive: Path, name: str) -> None:
+    """List ``archive`` as project ``name`` on the local index at ``index_url`` (a file:// URL from local_index)."""
+    from urllib.parse import unquote, urlsplit
+
+    page = Path(unquote(urlsplit(index_url).path)) / name
+    page.mkdir(parents=True, exist_ok=True)
+    link = f'<a href="{html.escape(archive.resolve().as_uri())}">{html.escape(archive.name)}</a>'
+    (page / "index.html").write_text(f"<!DOCTYPE html><html><body>{link}</body></html>\n")

@@ -15,6 +15,7 @@ from packaging.utils import canonicalize_name
 
 from bundler.adopt.model import SourceRead
 from bundler.adopt.survey import Layout
+from bundler.contracts.dropped import DROPPED
 from bundler.fsutil import read_toml
 from bundler.resources import resource_path
 
@@ -53,9 +54,13 @@ def _provided(source: SourceRead | None) -> set[str]:
             continue
         name = canonicalize_name(requirement.name)
         names |= {name.replace("-", "_"), *(module.lower() for module in table.get(name, []))}
-        if name == "setuptools" and str(requirement.specifier) and not requirement.specifier.contains("82"):
-            names.add("pkg_resources")  # setuptools 82 dropped it: only a pin below 82 provides it
+        names |= {module for module, (shipper, release, _) in DROPPED.items() if name == shipper and _excludes(requirement, release)}
     return {name.lower() for name in names}
+
+
+def _excludes(requirement: Requirement, release: str) -> bool:
+    """Whether a pin rules out ``release`` and what follows it (``setuptools<82``): only then does the environment keep a dropped module."""
+    return bool(str(requirement.specifier)) and not requirement.specifier.contains(release)
 
 
 def _local_names(layout: Layout) -> set[str]:

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent
 REPOSITORY = PACKAGE.parent.parent
 TEMPLATE_PACKAGE = "template/{{cookiecutter.project_slug}}/src/{{cookiecutter.package_name}}"
 COPIES = {
-    "diagnostics/bdiag/contracts": ("lockformat", "oneline", "markers", "buildtag", "bundleschema", "planschema", "syslibs"),
+    "diagnostics/bdiag/contracts": ("lockformat", "oneline", "markers", "buildtag", "bundleschema", "planschema", "syslibs", "dropped"),
     f"{TEMPLATE_PACKAGE}/evidence/contracts": ("runid", "pilotconfig"),
 }
 # Tables kept as TOML data in bundler that a copy needs: written as JSON, which the diagnostics

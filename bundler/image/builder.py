@@ -29,6 +29,7 @@ from bundler.image.context import write_dockerfile_context
 from bundler.image.labels import LABEL_PREFIX
 from bundler.image.steps import EngineBuildError, run_engine_build
 from bundler.image.torchenv import TorchBuildPlan
+from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, own_lines
 from bundler.pipsettings import container_pip, host_pip_settings
 
 BUILDER_REPOSITORY = "bundler/builder"
@@ -283,9 +284,6 @@ def project_build_failure(name: str, code: int, log: str, wheels: int) -> Except
     )
 
 
-_NEEDS_CUDA = re.compile(r"CUDA_HOME|\bnvcc\b|cuda_runtime\.h|cuda\.h: No such file|No CUDA runtime|CUDA is not available|hipcc|ROCM_HOME")
-
-
 def build_failure(
     name: str, version: str, sdist: Path, code: int, log: str, against: AgainstTorch | None = None, input_name: str = "requirements.in"
 ) -> Exception:
@@ -302,7 +300,7 @@ def build_failure(
         else f"the build exited {code}"
     )
     if against is not None:
-        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(_NEEDS_CUDA.search(log)))
+        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(NEEDS_GPU_COMPILER.search(log)))
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
         hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in {input_name}, then `bundler lock`), or "
@@ -310,21 +308,6 @@ def build_failure(
         f"{input_name}: bundler then locks and installs that file.",
         value=name,
     )
-
-
-_PIP_NOISE = re.compile(
-    r"subprocess-exited-with-error|metadata-generation-failed|finished with status|^note:|^hint:|^\s*[│╰×]"
-    r"|Building wheel for|Failed to build|ERROR: Failed building"
-)
-_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
-
-
-def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
-    """The package's own error lines (its compiler's and setup's, pip's framing left out), then the last lines of its output."""
-    lines = [line.rstrip() for line in log.splitlines() if line.strip() and not _PIP_NOISE.search(line.strip())]
-    picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
-    picked += [line for line in lines[-last:] if line not in picked]
-    return "\n  ".join(line.strip()[:300] for line in picked)
 
 
 def torch_build_failure(

@@ -60,17 +60,11 @@ def imports_torch(sdist: Path) -> bool:
 
 
 def build_requires(sdist: Path) -> tuple[str, ...]:
-    """The build requirements the archive names, torch left out (the Target's own is installed first)."""
-    pyproject = next((text for name, text in _build_files(sdist).items() if name.endswith("pyproject.toml")), None)
-    named = _build_system(pyproject) if pyproject is not None else list(DEFAULT_BUILD_REQUIRES)
-    kept = []
-    for line in named or DEFAULT_BUILD_REQUIRES:
-        try:
-            if canonicalize_name(Requirement(line).name) != "torch":
-                kept.append(line)
-        except InvalidRequirement:
-            continue
-    return tuple(kept)
+    """The build requirements the archive names, torch left out (the Target's own is installed first); setuptools and wheel
+    when it names none."""
+    from bundler.lock.torchprobe import build_system_requires
+
+    return build_system_requires(sdist) or DEFAULT_BUILD_REQUIRES
 
 
 def _build_system(text: str) -> list[str]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bundler.contracts.dropped import pin_that_ships
 from bundler.errors import ExternalError, LockError
 from bundler.lock.spec import LockSpec
-from bundler.lock.torchbuild import torch_build_failure, unpreparable
+from bundler.lock.torchbuild import per_torch_index, torch_build_failure, unpreparable, without_frames
 from bundler.lock.uvresolve import uv_summary
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
@@ -58,6 +59,9 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
     if needs_torch is not None:
         name, version = needs_torch
         return unpreparable(name, version, spec.target, "no release of it that the requirements allow could stand in for its build")
+    unbuilt = prepare_failure(log)
+    if unbuilt is not None:
+        return unprepared(spec, *unbuilt)
     lacking = _index_without_torch(spec, log, indexes)
     if lacking is not None:
         return lacking
@@ -80,6 +84,53 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
         + "; ".join(s.removeprefix("ERROR: ")[:300] for s in summary),
         hint=hint,
         path=requirements,
+    )
+
+
+# pip: "Failed to build 'skimage' when getting requirements to build wheel" / "... when preparing metadata"; uv: "Failed to build `x==1`"
+_PREPARE = re.compile(
+    r"Failed to build [`']([A-Za-z0-9][A-Za-z0-9._-]*)(?:==([^`'\s]+))?[`'](?: when (getting requirements|preparing metadata))?"
+)
+_OUTPUT = re.compile(r"\[\d+ lines? of output\]\n(.*?)\n\s*\[end of output\]", re.DOTALL)
+_MISSING = re.compile(r"No module named '([\w.]+)'")
+
+
+def prepare_failure(log: str) -> tuple[str, str, str] | None:
+    """(name, version or "", its own output) of a source archive whose build backend failed while the resolver read its requirements."""
+    found = _PREPARE.findall(log)
+    if not found:
+        return None
+    name, version, _ = found[-1]
+    if not version:  # pip names the archive it downloaded: mmcv-2.0.1.tar.gz
+        archive = re.search(rf"\b{re.escape(name)}-(\d[\w.+!]*?)\.(?:tar\.gz|zip)\b", log, re.IGNORECASE)
+        version = archive.group(1) if archive else ""
+    blocks = _OUTPUT.findall(log)
+    text = blocks[-1] if blocks else log
+    return name, version, "\n  ".join(line[:300] for line in without_frames(text)[-8:])
+
+
+def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockError:
+    """The refusal for a source archive that does not even give its requirements here: its own words, and the routes."""
+    pin = f"{name}=={version}" if version else name
+    missing = _MISSING.findall(output)
+    why = ""
+    if missing:
+        module = missing[-1]
+        shipped = pin_that_ships(module)
+        why = f" Its setup imports {module}, which its isolated build environment does not have" + (
+            f" (only {shipped} still ships it): the release is older than the build tools pip installs for it."
+            if shipped
+            else ": a build requirement it does not declare."
+        )
+    page = per_torch_index(name, spec.target)
+    wheels = f" {name} publishes wheels for each torch build on {page}." if page else ""
+    return LockError(
+        f"{pin} cannot be resolved for {spec.target.describe()}: the release the resolver chose has no wheel the Target can "
+        f"use, and its source archive's build failed while the resolver read its requirements. Its own output:\n  {output}\n{why}".rstrip(),
+        hint=f"The pins are not at fault: this release of {name} does not build here. Follow its own words above; or pin a release "
+        f"of {name} that publishes a wheel for the Target; or build the wheel where it builds (`pip wheel --no-deps {pin} -w "
+        "wheels/`) and list `./wheels/<the file>.whl` in requirements.in." + wheels + " The previous lock was not touched.",
+        value=name,
     )
 
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,19 +94,19 @@ def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[st
     return args
 
 
-def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None = None) -> Resolution:
+def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None = None, say=None) -> Resolution:
     """Resolution for the Target, then the hashes from the indexes. When the previous lock's
     pins (kept as preferences) conflict with a tightened requirement, it runs again without them.
     ``engine_name`` (--engine) is the engine a resolution in the Target's image runs on."""
     try:
-        return _resolve(spec, previous_body, upgrade, engine_name)
+        return _resolve(spec, previous_body, upgrade, engine_name, say or (lambda text: None))
     except BundlerError as error:
         if error.hint and not spec.lock_path.is_file():  # there is no previous lock to speak of
             error.hint = error.hint.replace(" The previous lock was not touched.", " Nothing was written.")
         raise
 
 
-def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None) -> Resolution:
+def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None, say) -> Resolution:
     settings = host_pip_settings()
     pairs = index_map()
     indexes = resolution_indexes(spec, settings, pairs)
@@ -115,7 +116,8 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
     with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
         # the project's own wheels, as an index of their own: resolved and hashed, never recorded
         urls = [url for _, url in indexes] + project_index(spec.requirements.project_wheels, Path(local))
-        stand_ins = StandIns(Path(local) / "stand-ins")  # archives whose build imports torch: resolved, never hashed
+        # archives whose build imports torch: resolved, never hashed
+        stand_ins = StandIns(Path(local) / "stand-ins", probe=_torch_probe(spec, settings, pairs, indexes, engine_name, say))
 
         def attempt_with(kept: str | None) -> Attempt:
             return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes)
@@ -243,25 +245,8 @@ def _resolve_in_container(
     client = _engine(spec, image, engine_name)
     image_id = base_image(client, image).image_id
     _check_architecture(client, image, spec.target.platform)
-    cache = cache_dir()
-    tools = _tools_wheelhouse(spec.target.python, cache)
-    volumes = {
-        str(work_dir): {"bind": "/work", "mode": "rw"},
-        str(cache / "container"): {"bind": "/cache", "mode": "rw"},
-        str(tools): {"bind": "/tools", "mode": "ro"},
-    }
-    (cache / "container").mkdir(exist_ok=True)
-    for _, local in pairs:
-        if local.startswith("file://"):
-            folder = Path(local[len("file://") :])
-            volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}  # same path: file:// URLs and links stay valid
-    for shared in [url[len("file://") :] for url in urls if url.startswith("file://")] + spec.requirements.find_links:
-        volumes.setdefault(shared, {"bind": shared, "mode": "ro"})  # the project's wheels and their index, at the same path
-    for folder in sorted(_local_link_targets(pairs)):
-        if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
-            volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
-    env, cert_volumes = container_pip(settings, "/cache")
-    volumes.update(cert_volumes)
+    volumes, env = _lock_volumes(spec, settings, pairs, urls)
+    volumes[str(work_dir)] = {"bind": "/work", "mode": "rw"}
     args = _compile_args(urls, settings, "/cache")
     venv = f"/cache/venv-pip25-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
     script = "\n".join(
@@ -303,6 +288,59 @@ def _resolve_in_container(
             value=image,
         )
     return ContainerRun(code, log, image)
+
+
+def _lock_volumes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str]) -> tuple[dict, dict[str, str]]:
+    """What a lock container mounts (the cache at /cache, pip's wheels at /tools, local indexes at their own paths) and its pip settings."""
+    cache = cache_dir()
+    tools = _tools_wheelhouse(spec.target.python, cache)
+    volumes = {
+        str(cache / "container"): {"bind": "/cache", "mode": "rw"},
+        str(tools): {"bind": "/tools", "mode": "ro"},
+    }
+    (cache / "container").mkdir(exist_ok=True)
+    for _, local in pairs:
+        if local.startswith("file://"):
+            folder = Path(local[len("file://") :])
+            volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}  # same path: file:// URLs and links stay valid
+    for shared in [url[len("file://") :] for url in urls if url.startswith("file://")] + spec.requirements.find_links:
+        volumes.setdefault(shared, {"bind": shared, "mode": "ro"})  # the project's wheels and their index, at the same path
+    for folder in sorted(_local_link_targets(pairs)):
+        if not any(folder == Path(m) or Path(m) in folder.parents for m in volumes if volumes[m]["bind"] == m):
+            volumes[str(folder)] = {"bind": str(folder), "mode": "ro"}
+    env, cert_volumes = container_pip(settings, "/cache")
+    volumes.update(cert_volumes)
+    return volumes, env
+
+
+def _torch_probe(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], indexes, engine_name: str | None, say) -> Callable:
+    """StandIns' probe: an archive's metadata prepared with the Target's torch, in the Target's base image (torchprobe.py);
+    None when no engine answers (static metadata is then all there is)."""
+    from bundler.lock.torchprobe import ProbeSite, prepared_requirements
+
+    sites: list[ProbeSite] = []
+
+    def probe(sdist: Path, sha256: str, name: str, version: str) -> list[str] | None:
+        if not sites:
+            from bundler import engine
+            from bundler.engine import base_image
+
+            image = spec.target.base_image or spec.base_images["runtime"]
+            try:
+                client = engine.connect(engine_name, 600, why=f"{name}'s build imports torch", alternative="")
+                image_id = base_image(client, image).image_id
+            except BundlerError:
+                return None  # no engine, or the base image is not here: the archive's static metadata is all there is
+            urls = [url for _, url in indexes]
+            volumes, env = _lock_volumes(spec, settings, pairs, urls)
+            index_args = ["--index-url", urls[0], *[a for url in urls[1:] for a in ("--extra-index-url", url)]]
+            index_args += [a for host in settings.trusted_hosts for a in ("--trusted-host", host)]
+            pin = f"torch=={spec.pins.get('torch', spec.target.torch)}"
+            cache = cache_dir() / "container"
+            sites.append(ProbeSite(client, image, image_id, spec.target.python, pin, index_args, volumes, env, cache, say))
+        return prepared_requirements(sites[0], sdist, sha256, name, version, spec.target)
+
+    return probe
 
 
 def _check_architecture(client: Engine, image: str, platform: str) -> None:

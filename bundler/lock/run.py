@@ -104,7 +104,7 @@ def run_lock(
         + (f" in a container ({spec.host_mismatch})" if spec.host_mismatch else f" on this host with {spec.resolver}")
         + " …"
     )
-    resolution = resolve(spec, previous, upgrade, engine)
+    resolution = resolve(spec, previous, upgrade, engine, say)
     where = "on this host" if resolution.where == "host" else f"in a {resolution.where}"
     header = LockHeader(
         target=target_fields(target),

@@ -21,6 +21,7 @@ import re
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from bundler.errors import ExternalError, LockError
 from bundler.tomlcompat import loads as toml_loads
 
 REASON = "its build imports torch, so pip cannot prepare it in an isolated environment"
+PREPARED = "metadata prepared with the Target's torch installed"  # where torchprobe.py read the dependencies
 MAX_ROUNDS = 12  # stand-ins added in one lock (each resolution that fails on such a package adds one)
 
 # pip: "Failed to build 'torch-scatter' when getting requirements to build wheel"; uv: "Failed to build `torch-scatter==2.1.2`"
@@ -48,7 +50,40 @@ PER_TORCH_INDEXES = {
     "pyg-lib": "https://data.pyg.org/whl/torch-{torch}+{build}.html",
     "flash-attn": "https://github.com/Dao-AILab/flash-attention/releases",
     "dgl": "https://data.dgl.ai/wheels/torch-{minor}/{build}/repo.html",
+    "mmcv": "https://download.openmmlab.com/mmcv/dist/{build}/torch{minor}/index.html",
 }
+
+# what a build's own output says when it needs a GPU compiler (its setup.py's words, not a list of packages)
+NEEDS_GPU_COMPILER = re.compile(
+    r"CUDA_HOME|\bnvcc\b|cuda_runtime\.h|cuda\.h: No such file|No CUDA runtime|CUDA is not available|hipcc|ROCM_HOME"
+)
+_PIP_NOISE = re.compile(
+    r"subprocess-exited-with-error|metadata-generation-failed|finished with status|^note:|^hint:|^\s*[│╰×]"
+    r"|Building wheel for|Failed to build|ERROR: Failed building|Preparing metadata|^Processing /|^bundler: preparing metadata"
+)
+_TRACEBACK_LINE = re.compile(r"^(Traceback|During handling|The above exception|[~^]+$)")
+_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file)", re.IGNORECASE)
+
+
+def without_frames(text: str) -> list[str]:
+    """A build's output without its traceback's frames (each ``File …`` line and the source line indented under it)."""
+    kept, frame_indent = [], -1
+    for raw in text.splitlines():
+        line, indent = raw.strip(), len(raw) - len(raw.lstrip())
+        source = frame_indent >= 0 and indent > frame_indent
+        frame_indent = indent if line.startswith('File "') else -1
+        if line and frame_indent < 0 and not source and not _TRACEBACK_LINE.match(line):
+            kept.append(line)
+    return kept
+
+
+def own_lines(log: str, errors: int = 8, last: int = 4) -> str:
+    """The package's own error lines (its compiler's and setup's, pip's framing and traceback frames left out), then the last
+    lines of its output."""
+    lines = [line for line in without_frames(log) if not _PIP_NOISE.search(line)]
+    picked = [line for line in lines if _OWN_ERROR.search(line)][:errors]
+    picked += [line for line in lines[-last:] if line not in picked]
+    return "\n  ".join(line.strip()[:300] for line in picked)
 
 
 def per_torch_index(name: str, target) -> str:
@@ -90,6 +125,7 @@ class StandIns:
 
     folder: Path
     archives: dict[tuple[str, str], Archive] = field(default_factory=dict)
+    probe: Callable[[Path, str, str, str], list[str] | None] | None = None  # (archive, sha256, name, version) -> Requires-Dist
 
     @property
     def url(self) -> str:
@@ -103,7 +139,7 @@ class StandIns:
         sdist = _choose(name, version, files, wanted, {v for n, v in self.archives if n == name})
         if sdist is None:
             raise unpreparable(name, version, target, "no source archive of it is listed on the lock's indexes")
-        archive = read_archive(name, sdist, target)
+        archive = read_archive(name, sdist, target, self.probe)
         self.archives[(name, archive.version)] = archive
         self._write(archive)
         return archive
@@ -137,8 +173,10 @@ def _choose(name: str, version: str, files: list, wanted: SpecifierSet, covered:
     return max(candidates, key=lambda pair: pair[0])[1] if candidates else None
 
 
-def read_archive(name: str, item, target) -> Archive:
-    """Download the archive (hash-checked where the index names its sha256) and read its dependencies."""
+def read_archive(name: str, item, target, probe=None) -> Archive:
+    """Download the archive (hash-checked where the index names its sha256) and read its dependencies: from its static
+    metadata, or, where only a build can tell them and wherever the Target is a CPU one (a CUDA-only build stops there),
+    from ``probe``: its metadata prepared with the Target's torch installed."""
     from bundler.pipsettings import host_pip_settings, open_url
 
     with tempfile.TemporaryDirectory(prefix="bundler-torchbuild-") as work:
@@ -167,6 +205,14 @@ def read_archive(name: str, item, target) -> Archive:
             )
         _, version = parse_sdist_filename(item.filename)
         found = static_requirements(path)
+        if probe is not None and (found is None or target.backend == "cpu"):
+            try:
+                prepared = probe(path, digest, str(canonicalize_name(name)), str(version))  # None: no engine to run it
+            except ExternalError:
+                if found is None:
+                    raise
+                prepared = None  # the probe could not run (its venv, its engine): the static metadata stands
+            found = (prepared, PREPARED) if prepared is not None else found
     if found is None:
         raise unpreparable(name, str(version), target, f"its source archive {item.filename} declares its dependencies only when built")
     requires, source = found
@@ -175,7 +221,7 @@ def read_archive(name: str, item, target) -> Archive:
 
 def static_requirements(sdist: Path) -> tuple[list[str], str] | None:
     """(Requires-Dist lines, where they were read) of a source archive, or None when only a build can tell."""
-    members = _members(sdist)
+    members = archive_members(sdist)
     tops = sorted((n for n in members if n.count("/") == 1), key=len)
     pkg_info = next((n for n in tops if n.endswith("/PKG-INFO")), None)
     if pkg_info is not None:
@@ -195,7 +241,7 @@ def static_requirements(sdist: Path) -> tuple[list[str], str] | None:
     return None
 
 
-def _members(sdist: Path) -> dict:
+def archive_members(sdist: Path) -> dict:
     """Member name -> a function reading it as text (only the metadata files an archive's top holds)."""
     wanted = re.compile(r"^[^/]+/(PKG-INFO|pyproject\.toml|[^/]+\.egg-info/(PKG-INFO|requires\.txt))$")
     found: dict = {}
@@ -215,6 +261,37 @@ def _members(sdist: Path) -> dict:
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
         return {}
     return found
+
+
+def member_names(sdist: Path) -> list[str]:
+    """Every member's name ([] when the archive cannot be read)."""
+    try:
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as archive:
+                return archive.namelist()
+        with tarfile.open(sdist) as archive:
+            return archive.getnames()
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return []
+
+
+def top_file(sdist: Path, filename: str) -> str:
+    """The text of ``<top>/filename`` in the archive ("" when it has none or cannot be read)."""
+
+    def at_top(name: str) -> bool:
+        return name.count("/") == 1 and name.endswith("/" + filename)
+
+    try:
+        if sdist.name.endswith(".zip"):
+            with zipfile.ZipFile(sdist) as zipped:
+                name = next((n for n in zipped.namelist() if at_top(n)), None)
+                return zipped.read(name).decode("utf-8", "replace") if name else ""
+        with tarfile.open(sdist) as tarred:
+            member = next((m for m in tarred.getmembers() if m.isfile() and at_top(m.name)), None)
+            stream = tarred.extractfile(member) if member else None
+            return stream.read().decode("utf-8", "replace") if stream else ""
+    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return ""
 
 
 def _requires_txt(text: str) -> list[str]:

@@ -161,15 +161,24 @@ def _remote_use(data: bytes, at: int) -> bool:
 _WEB_ATTRIBUTE = re.compile(rb"(?i)(?<![\w-])(href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
 _IN_TAG = re.compile(rb"<[A-Za-z][\w-]*\s[^<>]*$")  # inside an HTML or a Vue tag: <img class=x src=
 _WEB_KEY = re.compile(rb"([A-Za-z_]\w*)\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
-_NAME_WORD = re.compile(rb"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
-_WEB_WORDS = frozenset({b"url", b"urls", b"uri", b"uris", b"endpoint", b"endpoints", b"route", b"routes", b"api", b"apis", b"href"})
 _PREFIX_OF = re.compile(rb"([\w.]+)\.startswith\(\s*[rRbBuU]?[\"']$")
 _HYDRA_DEFAULT = re.compile(rb"\s*-\s*(?:override\s+|optional\s+)*$")
 
 
+# A web framework's route: ``@app.post("/chat/stream")``, ``@router.websocket("/ws/x")``, ``APIRouter(prefix="/api")``.
+_ROUTE_DECORATOR = re.compile(
+    rb"@[\w.]*\.(?:get|post|put|delete|patch|head|options|trace|websocket|route|api_route|websocket_route)\(\s*[rRuUbBfF]{0,2}[\"']$"
+)
+_ROUTER_PREFIX = re.compile(rb"\bprefix\s*=\s*[rRuUbBfF]{0,2}[\"']$")
+_OPEN_ROUTER = re.compile(rb"(?i)router\([^)]*$")
+_COMMENT_LINE = re.compile(rb"[ \t]*#")
+_OPTION = re.compile(rb"[ \t]*#?[ \t]*(?:[A-Za-z_]\w*\.)+(?P<name>[A-Za-z_]\w*)[ \t]*=")
+_WEB_WORDS = frozenset({"url", "urls", "uri", "uris", "endpoint", "endpoints", "route", "routes", "api", "apis", "href"})
+
+
 def web_name(name: bytes) -> bool:
     """Does a name say URL or route, read as words (``base_url``, ``apiRoute``; not ``purity_file``)?"""
-    return any(word.lower() in _WEB_WORDS for word in _NAME_WORD.findall(name))
+    return not _WEB_WORDS.isdisjoint(name_words(name.decode("utf-8", "replace")))
 
 
 def is_web_path(data: bytes, line_start: int, start: int) -> bool:
@@ -186,7 +195,34 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     compared = _PREFIX_OF.search(data, max(line_start, start - 80), start)
     if compared is not None and web_name(compared.group(1)):
         return True  # request.url.path.startswith("/api/"): a web address's prefix
+    if _ROUTE_DECORATOR.search(data, max(line_start, start - 80), start) is not None:
+        return True
+    if _ROUTER_PREFIX.search(data, max(line_start, start - 40), start) and _OPEN_ROUTER.search(data, max(0, start - 300), start):
+        return True
+    if _COMMENT_LINE.match(data, line_start) and _documents_web_option(data, line_start):
+        return True
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
+
+
+def _documents_web_option(data: bytes, line_start: int) -> bool:
+    """Is this comment line part of the help block above a setting whose name says URL or route
+    (``#  Default: '/api/kernels'`` above ``# c.GatewayClient.kernels_endpoint = …``, as a server's config writes)?"""
+    at = line_start
+    for _ in range(40):  # a help block is a few lines; the setting ends it
+        end = data.find(b"\n", at)
+        end = len(data) if end == -1 else end
+        option = _OPTION.match(data, at, end)
+        if option is not None:
+            return not _WEB_WORDS.isdisjoint(name_words(option.group("name").decode("ascii")))
+        if not _COMMENT_LINE.match(data, at, end) or end == len(data):
+            return False
+        at = end + 1
+    return False
+
+
+def name_words(name: str) -> list[str]:
+    """The words of an identifier, snake or camel case: ``kernels_endpoint``, ``mathjaxUrl`` give their words, lower case."""
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
 
 # --- IPython's shortened home where the home was / -----------------------------------------
@@ -242,14 +278,19 @@ _TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", 
 _CONTAINER_HINTS = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY ")
 
 
-def container_folders(data: bytes) -> set[str]:
+# The folders a container is sure to see as its own: a bind's container side, a Dockerfile's WORKDIR. A home
+# folder is the container's only under one of these (a config's ``mount_path: /root/data`` is no container's).
+BIND_SIDES = (_CONTAINER_SIDES[0], _CONTAINER_SIDES[1], _CONTAINER_SIDES[4])
+
+
+def container_folders(data: bytes, patterns: tuple[re.Pattern[bytes], ...] = _CONTAINER_SIDES) -> set[str]:
     """The folders a container of this project sees as its own: a bind's or a mount's container side, a docker cp
     target, a Dockerfile's WORKDIR and COPY destinations. A path under one of them, in a script that runs in that
     container, is the container's layout."""
     if not any(hint in data for hint in _CONTAINER_HINTS):  # substring searches run in C, far faster than a regex
         return set()
     found = set()
-    for pattern in _CONTAINER_SIDES:
+    for pattern in patterns:
         for match in pattern.finditer(data):
             folder = match.group(1).decode("utf-8", "replace").rstrip("/")
             if folder and not folder.startswith("//") and folder not in _TOO_BROAD:
@@ -259,6 +300,40 @@ def container_folders(data: bytes) -> set[str]:
 
 def under_container_folder(text: str, folders: set[str]) -> bool:
     return any(text == folder or text.startswith(folder + "/") for folder in folders)
+
+
+# --- an image's own layout: every path of a Dockerfile but what COPY/ADD take from the build's host ----------
+
+_COPY_LINE = re.compile(rb"(?i)[ \t]*(?:COPY|ADD)[ \t]")
+_FROM_IMAGE = re.compile(rb"--from[= ]")
+_SECTION = re.compile(rb"(?m)^%(\w+)")
+
+
+def build_source(data: bytes, line_start: int, line_end: int, start: int) -> bool:
+    """Is the path at ``start`` read from the building machine: a COPY/ADD source of a Dockerfile (not its last
+    word, the image's destination; not ``--from=`` another image), or the first word of an Apptainer ``%files`` line?"""
+    if _COPY_LINE.match(data, line_start, line_end):
+        line = data[line_start:line_end].rstrip()
+        last = max(line.rfind(b" "), line.rfind(b"\t")) + line_start
+        return start < last and _FROM_IMAGE.search(line) is None
+    header = data.rfind(b"\n%", 0, line_start)
+    section = _SECTION.match(data, header + 1) if header != -1 else _SECTION.match(data, 0, line_start)
+    if section is None or section.group(1) != b"files":
+        return False
+    first = data[line_start:line_end].lstrip()
+    return start < line_end - len(first) + len(first.split(None, 1)[0]) if first else False
+
+
+_COMPOSE_BIND = re.compile(rb"[ \t]*(?:#[ \t]*)?-[ \t]*[\"']?[^\s\"'#:@]+:$")
+_RUN_BIND = re.compile(rb"(?:\s-v|--volume)[ =]+[\"']?[^\s\"'@]+:$")
+
+
+def bind_container_side(data: bytes, line_start: int, start: int, yaml: bool) -> bool:
+    """Is the path at ``start`` (right after a colon) the container's side of a bind: a compose list item
+    ``- ./data:/data`` (in YAML) or ``-v host:/ctr``?"""
+    if yaml and _COMPOSE_BIND.fullmatch(data, line_start, start):
+        return True
+    return _RUN_BIND.search(data, max(line_start, start - 300), start) is not None
 
 
 # --- base64 payloads: images and videos inlined as text -----------------------------------
@@ -343,11 +418,26 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
+    if not named and text.endswith("/"):
+        tree = placeholder_tree(data, start + len(text.encode("utf-8")))
+        if tree is not None:  # f"/tmp/{user}/runs/…": a tree of folders kept per user, unless a cache or scratch
+            return not _cache_folder([tree]) and _SCRATCH_VARIABLE.search(data, max(line_start, start - 60), start) is None
     if any(tuple(parts[: len(root)]) == root and _cache_folder(parts[len(root) : len(root) + 1]) for root in roots):
         return False  # /tmp/.cache/torch/checkpoints: a cache kept in scratch, refilled on any machine
     if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
         return True  # the folder's own name says it keeps results: /tmp/checkpoints, /tmp/outputs/run1
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
+
+
+# A variable the system or a tool reads as its scratch: XDG_RUNTIME_DIR=/tmp/$USER/x, TMPDIR=…, a cache's.
+_SCRATCH_VARIABLE = re.compile(rb"(?i)(?:te?mp|runtime|cache)\w*[\"'\]]*\s*=\s*[rRuUfF]?[\"']?$")
+_PLACEHOLDER_TREE = re.compile(rb"(?:\{[\w.()\[\]]+\}|\$\{?[A-Za-z_]\w*\}?|\$\([^()\n]*\))/([\w.-]+)")
+
+
+def placeholder_tree(data: bytes, at: int) -> str | None:
+    """The folder after a placeholder that starts a path's rest at ``at`` (``{user}/covid19`` gives ``covid19``), if any."""
+    match = _PLACEHOLDER_TREE.match(data, at)
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def _cache_folder(first: list[str]) -> bool:

@@ -20,8 +20,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.machinepaths import PORTABLE_LOOKAHEAD, line_hits, path_named, shape_patterns, word_byte
-from bundler.portability import context, shell
+from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, line_hits, path_named, shape_patterns, word_byte
+from bundler.portability import context, homevars, rooted, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
@@ -129,10 +129,11 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     scanner = make_scanner(Path(root_real), literals, include_generated=include_generated)
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
+    result.findings += scanner.rooted_findings(result)
     made = _in_home_folders_made(scanner.home_dot_folders)
     tails = _tails_dropped(result, scanner)
     if scanner.container_folders or made or tails:  # paths under the project's own container layout are the container's
-        result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders)]
+        result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders, scanner.container_homes)]
         used = {f.parameter for f in result.failing if f.parameter}
         result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
     else:
@@ -168,8 +169,34 @@ def _dot_folders_in_home(data: bytes, found: list[Finding]) -> list[tuple[Findin
             after = finding.column - 1 + len(finding.text)
             first = components[0] if components else context.component_after_lookup(line.decode("utf-8", "replace"), after)
             if first and first.startswith("."):
-                named.append((finding, first, context.makes_folder(line)))
+                expanded = finding.shape == "home-lookup" or b"expanduser(" in line
+                target = homevars.assigned_name(line.decode("utf-8", "replace")) if expanded else None
+                creates = context.makes_folder(line) or (target is not None and homevars.made_later(data, start + len(line), target))
+                named.append((finding, first, creates))
     return named
+
+
+def _portable_through_variable(relative: str, data: bytes, found: list[Finding]) -> list[Finding]:
+    """Information for each tool dot file reached through a variable that holds the home (``home = expanduser("~")``,
+    then ``f"source {home}/.bashrc"``); the lookup itself stays a finding."""
+    reached = []
+    for finding in found:
+        if finding.shape != "home-lookup" or finding.category in ("docs", *INFORMATION):
+            continue
+        start = context.start_of_line(data, finding.line)
+        end = data.find(b"\n", start)
+        end = len(data) if end == -1 else end
+        line = data[start:end].decode("utf-8", "replace")
+        name = homevars.assigned_name(line)
+        if name is None or line[finding.column - 1 + len(finding.text) :].strip() not in ("", ")"):
+            continue  # only a variable that holds the home itself
+        for use, use_end, dot in homevars.dot_uses(data, end, name):
+            if context.portable_component(dot):
+                line_number = data.count(b"\n", 0, use) + 1
+                column = use - (data.rfind(b"\n", 0, use) + 1) + 1
+                text = data[use:use_end].decode("utf-8", "replace")
+                reached.append(Finding(relative, line_number, column, text, "home-lookup", "home-lookup", "portable", text))
+    return reached
 
 
 def _keyword_values(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, str]]:
@@ -206,8 +233,12 @@ def _tails_dropped(result: ScanResult, scanner: Scanner) -> bool:
     return bool(tails)
 
 
-def _container_side(finding: Finding, folders: set[str]) -> bool:
-    return finding.shape == "absolute" and finding.category in ("code", "config") and context.under_container_folder(finding.text, folders)
+def _container_side(finding: Finding, folders: set[str], homes: set[str]) -> bool:
+    """A path under a folder the project's own container declares (``/tf/notebooks``; ``/home/jovyan/work`` bound or
+    a WORKDIR), in code or a notebook that runs there, is the container's layout: an image's home is the same everywhere."""
+    if finding.category not in ("code", "config", "notebook") or finding.shape not in ("absolute", "home"):
+        return False
+    return context.under_container_folder(finding.text, folders if finding.shape == "absolute" else homes)
 
 
 def make_scanner(root: Path, literals: list[bytes] | None = None, *, include_generated: bool = False) -> Scanner:
@@ -266,10 +297,13 @@ class Scanner:
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
         self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
+        self.container_homes: set[str] = set()  # those of them in a home: binds and WORKDIR only
         self.home_dot_folders: list[tuple[Finding, str, bool]] = []  # dot folders in a home: named, created there
         self.python_files: list[str] = []  # where a function's definition is looked up (tails.py)
         self.tail_candidates: list[tuple[Finding, str, str]] = []  # (finding, function, keyword) of f(keyword="/x")
         self._exists_cache: dict[str, bool] = {}
+        self.rooted: list[tuple[rooted.Assignment, bytes]] = []  # NAME = "/folder" statements, with their file's text
+        self.path_heads: set[str] = set()  # the names Python code builds paths on
 
     # --- one entry of the walk ---------------------------------------------------------
 
@@ -322,6 +356,8 @@ class Scanner:
             return  # the helper --fix writes: it looks the home up on purpose
         if relative.endswith(PYTHON_SUFFIXES):
             self.python_files.append(path)
+            self.path_heads |= rooted.path_heads(data)
+            self.rooted += [(a, data) for a in rooted.assignments(relative, data)]
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
                 folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))
@@ -337,6 +373,7 @@ class Scanner:
             return
         if _declares_containers(relative):  # a bind's container side is an absolute path: only files with a trigger
             self.container_folders |= context.container_folders(data)
+            self.container_homes |= {f for f in context.container_folders(data, context.BIND_SIDES) if f.startswith(("/home/", "/root/"))}
         if not data.isascii():
             encoding = decode(data)[1]
             if encoding != "utf-8":
@@ -347,6 +384,8 @@ class Scanner:
             self.tail_candidates += _keyword_values(data, found)
         if any(f.shape in _HOME_SHAPES for f in found):
             self.home_dot_folders += _dot_folders_in_home(data, found)
+            if relative.endswith(PYTHON_SUFFIXES):
+                found += _portable_through_variable(relative, data, found)
         if b"scp" in data or b"rsync" in data or b"ssh" in data:
             context.mark_remote_variables(data, found)
         if any(f.shape == "tilde" and not f.note and f.category not in ("docs", *INFORMATION) for f in found):
@@ -444,6 +483,10 @@ class Scanner:
             return None  # docker exec NAME /scripts/x.sh: the container's own layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
+        if place.build_file and not context.build_source(data, line_start, line_end, hit.start):
+            return None  # every path of a Dockerfile or an Apptainer .def but a COPY/ADD source is the image's
+        if data[hit.start - 1 : hit.start] == b":" and context.bind_container_side(data, line_start, hit.start, place.yaml):
+            return None  # - ./data:/home/jovyan/work, -v x:/root/y: the container's side of a bind
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
         backslashed = hit.group == "windows" or (hit.group == "tilde" and hit.text[1:2] == "\\")
         if place.json and backslashed:  # in JSON text a single backslash starts an escape, never a folder
@@ -456,10 +499,14 @@ class Scanner:
             category = "docs"
         if shape == "remote" or context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
             category = "remote"
+        elif place.ci and category != "docs" and not self._portable(shape, found, data, end):
+            category = "remote"  # a CI service's config: the folders of its runner, another machine
         elif category != "docs" and self._portable(shape, found, data, end):
             category = "portable"
         target = classify(self.root, shape, found, self._exists)
         note = _BY_HAND.get(shape, "")
+        if shape == "temp-dir" and found.endswith("/") and context.placeholder_tree(data, end) is not None:
+            note = _BY_HAND["absolute-built"]  # /tmp/{user}/…: the folder is built at run time
         if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
             note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
         if target.parameter is not None and not note and _under_project_folder(found, self.root.name):
@@ -498,6 +545,26 @@ class Scanner:
             after = data[end : data.find(b"\n", end) if b"\n" in data[end:] else len(data)]
             return context.portable_component(context.component_after_lookup(after.decode("utf-8", "replace"), 0))
         return False
+
+    def rooted_findings(self, result: ScanResult) -> list[Finding]:
+        """A folder right under / kept in a variable (``FS = "/checkpoint"``) that code builds paths on is one machine's."""
+        known = {(f.file, f.line) for f in result.findings}
+        found = []
+        for assignment, data in self.rooted:
+            if assignment.name not in self.path_heads:
+                continue
+            line_start = data.rfind(b"\n", 0, assignment.start) + 1
+            line_end = data.find(b"\n", assignment.start)
+            line = data.count(b"\n", 0, assignment.start) + 1
+            if (assignment.relative, line) in known:
+                continue
+            text = data[assignment.start : assignment.end].decode("utf-8", "replace")
+            place = _Place(assignment.relative, data, category_of(assignment.relative, data), None)
+            hit = Hit("absolute", assignment.start, assignment.end, text)
+            finding = self._finding(place, hit, line_start, len(data) if line_end == -1 else line_end, line, None)
+            if finding is not None:
+                found.append(finding)
+        return found
 
     def _exists(self, relative: str) -> bool:
         if relative not in self._exists_cache:
@@ -556,6 +623,13 @@ def _windows_path(text: str, json: bool, named: bool) -> bool:
 _IMAGE_FILE = re.compile(
     r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.dockerfile$|^(?:docker-)?compose.*\.ya?ml$|^\.\w*ignore$|^\.gitattributes$"
 )
+_BUILD_FILE = re.compile(r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.(?:dockerfile|containerfile)$")
+# A CI service's config, where the service reads it (the repository's root): its paths are the runner's. A copy
+# elsewhere (a vendored library's .travis.yml) runs on no runner of this project.
+_CI_CONFIG = re.compile(
+    r"^(?:\.circleci/config\.ya?ml|\.travis\.ya?ml|\.gitlab-ci\.ya?ml|\.github/workflows/[^/]+\.ya?ml|\.?appveyor\.ya?ml"
+    r"|azure-pipelines\.ya?ml|bitbucket-pipelines\.ya?ml|\.drone\.ya?ml|\.buildkite/[^/]+\.ya?ml|Jenkinsfile)$"
+)
 HELPER_MARKER = b'"""Machine-specific paths of this project (written by `bundler paths --fix`'
 _OWN_BLOCK = re.compile(
     rb"^# --- path parameters \(written by `bundler paths --fix`\) ---$.*?^# --- end of path parameters ---$", re.M | re.S
@@ -571,7 +645,9 @@ class _Place:
         self.python = relative.endswith(PYTHON_SUFFIXES)
         self.json = relative.endswith((".json", ".ipynb"))
         name = os.path.basename(relative)
-        self.image = _IMAGE_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")
+        self.build_file = _BUILD_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")
+        self.image = self.build_file or _IMAGE_FILE.match(name) is not None
+        self.ci = _CI_CONFIG.match(relative) is not None
         self.notebook = NotebookLocator(data, types) if category == "notebook" else None
         self.remote = context.remote_lines(data) if b"ssh" in data else context.Spans([])
         own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None

@@ -29,7 +29,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from bdiag.contracts import syslibs
+from bdiag.contracts import dropped, syslibs
 
 DEFAULT_BUDGET_S = 240.0
 PER_MODULE_S = 120.0
@@ -228,10 +228,13 @@ def hint_for(error: str, dist: str, version: str, input_name: str = "requirement
             f"pinned: pin an older {newer.group(1)} made for NumPy 1.x in {input_name} (or lift the numpy pin); then `bundler lock`."
         )
     missing = re.search(r"No module named '([^']+)'", error)
-    if missing and missing.group(1).split(".")[0] == "pkg_resources":
+    gone = dropped.dropped_from(missing.group(1)) if missing else None
+    if missing and gone:
+        shipper, release, note = gone
         return (
-            f"{dist} {version} imports pkg_resources, which setuptools dropped in release 82: pin `setuptools<82` in {input_name} "
-            f"(torch needs setuptools>=77, so 77-81 fits), or require a newer release of {dist}; then `bundler lock`."
+            f"{dist} {version} imports {missing.group(1)}, which {shipper} dropped in release {release}: pin "
+            f"`{dropped.pin_that_ships(missing.group(1))}` in {input_name} ({note}), or require a newer release of {dist}; "
+            "then `bundler lock`."
         )
     if missing:
         return (

@@ -1,0 +1,233 @@
+"""A source archive's metadata prepared with the Target's torch installed, at lock time.
+
+An archive whose build imports torch (torchbuild.py) cannot be prepared by pip in an isolated
+environment. Where its dependencies are declared only when it is built, and wherever the
+Target is a CPU one, bundler prepares its metadata as its build will run: in a container of
+the Target's base image, in a venv holding the Target's torch, with build isolation off
+(``pip install --dry-run --no-deps --no-build-isolation --report``). That gives the
+dependencies a dynamic setup.py computes, and it runs the part of setup.py that decides what
+to compile: a CUDA-only kernel (flash-attn, mamba-ssm, causal-conv1d) stops there on a CPU
+base with its own words about nvcc or CUDA_HOME, so the lock refuses it in seconds instead
+of the build refusing it after torch was installed in a builder.
+
+The venv is made once per base image, torch pin and indexes, in the cache folder the lock
+containers mount (the torch wheel's sha256 is kept beside it); what a probe found is kept by
+the archive's sha256 and that venv, so a second lock starts no container.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bundler.errors import ExternalError, LockError
+from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, archive_members, member_names, own_lines, per_torch_index, top_file
+
+PROBE_TIMEOUT_S = int(os.environ.get("BUNDLER_METADATA_PROBE_TIMEOUT", "900"))  # the first one installs torch
+Say = Callable[[str], None]
+_DEFAULTS = {"setuptools", "wheel"}
+
+
+@dataclass
+class ProbeSite:
+    """Where probes run: the engine, the Target's base image, and what a lock container mounts and sets."""
+
+    engine: object  # bundler.engine.Engine
+    image: str
+    image_id: str
+    python: str
+    torch_pin: str  # torch==2.13.0+cpu
+    index_args: list[str]
+    volumes: dict[str, dict[str, str]]  # host path -> {"bind": ..., "mode": ...}, /cache and /tools among them
+    environment: dict[str, str]
+    cache: Path  # host folder mounted at /cache
+    say: Say = field(default=lambda text: None)
+
+    @property
+    def venv_key(self) -> str:
+        text = "\0".join([self.image_id, self.python, self.torch_pin, *self.index_args])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def probe_script(site: ProbeSite, sdist: str, build_requires: tuple[str, ...], environment: dict[str, str]) -> str:
+    """The container's script: the torch venv (made once), the archive's own build requirements, then pip's metadata step."""
+    venv = f"/cache/torchprobe-{site.venv_key}"
+    index = shlex.join(site.index_args)
+    extra = [line for line in build_requires if _name(line) not in _DEFAULTS]  # the venv has setuptools and wheel
+    exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in sorted(environment.items()))
+    prepare = f"{venv}/bin/python -m pip install --dry-run --no-deps --no-build-isolation --ignore-installed --no-index"
+    archive = shlex.quote("/probe/" + sdist)
+    return "\n".join(
+        [
+            "set -e",
+            f"PY=$(command -v python{site.python} || true)",
+            f'if [ -z "$PY" ]; then echo "bundler: the image has no python{site.python} on PATH" >&2; exit 42; fi',
+            f'if [ ! -f {venv}/.ready ]; then rm -rf {venv}; "$PY" -m venv {venv}; '
+            f"{venv}/bin/python -m pip install -q --no-index --find-links /tools 'pip>=25.3'; "
+            f"{venv}/bin/python -m pip install -q --no-compile {index} --report {venv}/torch-report.json "
+            f"{shlex.quote(site.torch_pin)} setuptools wheel packaging ninja; touch {venv}/.ready; fi",
+            *(
+                [f"{venv}/bin/python -m pip install -q --no-compile --target /tmp/build-requires {index} {shlex.join(extra)}"]
+                + ["export PYTHONPATH=/tmp/build-requires"]
+                if extra
+                else []
+            ),
+            f"echo \"bundler: preparing metadata with torch $({venv}/bin/python -c 'import torch; print(torch.__version__)')\"",
+            f"export {exports}" if exports else "true",
+            f"{prepare} --report /probe/report.json {archive}",
+        ]
+    )
+
+
+def prepared_requirements(site: ProbeSite, sdist: Path, sha256: str, name: str, version: str, target) -> list[str]:
+    """The archive's Requires-Dist as its own setup declares it with the Target's torch present; LockError when it refuses."""
+    key = f"{sha256}:{site.venv_key}"
+    known = _known().get(key)
+    if isinstance(known, list):
+        return known
+    requires = _run(site, sdist, name, version, target)
+    _remember(key, requires)
+    return requires
+
+
+def _run(site: ProbeSite, sdist: Path, name: str, version: str, target) -> list[str]:
+    from bundler.engine import EngineFailure, Mount, RunSpec
+
+    environment = {"FORCE_CUDA": "0", "MAX_JOBS": "1"} if target.backend == "cpu" else {}
+    ready = (site.cache / f"torchprobe-{site.venv_key}" / ".ready").is_file()
+    site.say(
+        f"Preparing {name}=={version}'s metadata with {site.torch_pin} installed (its build imports torch)"
+        + ("" if ready else "; installing that torch in a probe venv first, once for this base image")
+        + "…"
+    )
+    with tempfile.TemporaryDirectory(prefix="bundler-probe-") as work:
+        folder = Path(work)
+        (folder / sdist.name).write_bytes(sdist.read_bytes())
+        os.chmod(folder, 0o777)
+        script = probe_script(site, sdist.name, build_system_requires(sdist), environment)
+        mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in site.volumes.items()]
+        spec = RunSpec(
+            site.image_id,
+            ["/bin/sh", "-c", script],
+            mounts=[*mounts, Mount(str(folder), "/probe", read_only=False)],
+            environment=site.environment,
+            working_dir="/tmp",
+            user=f"{os.getuid()}:{os.getgid()}",
+            network_mode="bridge",
+        )
+        try:
+            ran = site.engine.run(spec, timeout=PROBE_TIMEOUT_S)  # type: ignore[attr-defined]
+        except EngineFailure as error:
+            raise ExternalError(
+                f"the container preparing {name}'s metadata with the Target's torch could not run: {error.explanation[:300]}.",
+                hint="Check the engine's log and its free disk space, then lock again.",
+                value=name,
+            ) from None
+        report = folder / "report.json"
+        if ran.exit_code == 0 and report.is_file():
+            return _requires_from_report(report)
+        raise refusal(name, version, target, site, ran.output, ran.exit_code, sdist)
+
+
+def _requires_from_report(report: Path) -> list[str]:
+    data = json.loads(report.read_text(encoding="utf-8"))
+    (item,) = data.get("install") or [{}]
+    return [str(line) for line in (item.get("metadata") or {}).get("requires_dist") or []]
+
+
+def cuda_sources(sdist: Path | None) -> str:
+    """A clause naming what in the archive builds CUDA code: its .cu/.cuh sources, or a CUDAExtension in its setup.py
+    (some archives ship no kernels, only the setup that fetches or builds them); "" when neither."""
+    if sdist is None:
+        return ""
+    count = sum(1 for name in member_names(sdist) if name.lower().endswith((".cu", ".cuh")))
+    if count:
+        return f" (its archive holds {count} CUDA sources, .cu/.cuh)"
+    return " (its setup.py declares a CUDAExtension)" if "CUDAExtension" in top_file(sdist, "setup.py") else ""
+
+
+def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: int, sdist: Path | None = None) -> Exception:
+    """Why the archive's own setup refused, in its words, and the route."""
+    pin = f"{name}=={version}"
+    lines = own_lines(log)
+    if "bundler: preparing metadata" not in log:  # the torch venv itself could not be made
+        return ExternalError(
+            f"the probe venv with {site.torch_pin} could not be made in {site.image} (exit {code}):\n  {lines}",
+            hint="It installs the Target's torch from the lock's indexes inside the base image: check that the image reaches them "
+            "(BUNDLER_INDEX_MAP, the proxy, PIP_CERT), then lock again.",
+            value=site.image,
+        )
+    page = per_torch_index(name, target)
+    wheels = f" {name} publishes wheels for each torch build on {page}." if page else ""
+    cuda = cuda_sources(sdist)
+    if (cuda or NEEDS_GPU_COMPILER.search(log)) and target.backend == "cpu":
+        return LockError(
+            f"{pin} cannot be built for {target.describe()}: it compiles CUDA/ROCm code{cuda}, whose build needs nvcc or hipcc "
+            f"and a GPU build of torch, and a CPU Target has neither. Its setup, run with {site.torch_pin} installed, stops "
+            f"with:\n  {lines}",
+            hint=f"Lock for a CUDA or ROCm Target (`bundler lock --cuda VER`), whose build of {name} runs on the devel base; or keep "
+            f"{name} out of the CPU lock (a requirements file of the GPU Target alone); or pin a release of {name} that publishes "
+            f"a wheel for the Target.{wheels} The previous lock was not touched.",
+            value=name,
+        )
+    return LockError(
+        f"{pin}'s metadata could not be prepared even with {site.torch_pin} installed and build isolation off "
+        f"(exit {code}). Its setup said:\n  {lines}",
+        hint=f"Its build needs more than torch (a build requirement it does not declare, a system library, another torch): pin a "
+        f"release of {name} that publishes a wheel for the Target, or build the wheel where it builds (`pip wheel "
+        f"--no-build-isolation --no-deps {pin} -w wheels/`) and list `./wheels/<the file>.whl` in requirements.in.{wheels} "
+        "The previous lock was not touched.",
+        value=name,
+    )
+
+
+def build_system_requires(sdist: Path) -> tuple[str, ...]:
+    """The archive's pyproject ``[build-system] requires`` without torch (the probe venv has the Target's own)."""
+    from bundler.tomlcompat import loads as toml_loads
+
+    texts = [read() for member, read in archive_members(sdist).items() if member.count("/") == 1 and member.endswith("/pyproject.toml")]
+    try:
+        named = toml_loads(texts[0]).get("build-system", {}).get("requires", []) if texts else []
+    except ValueError:
+        named = []
+    return tuple(str(line) for line in (named if isinstance(named, list) else []) if _name(str(line)) not in ("torch", ""))
+
+
+def _name(line: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return str(canonicalize_name(Requirement(line).name))
+    except InvalidRequirement:
+        return ""
+
+
+# ----- what probes found, kept by archive hash and probe venv -------------------------------------
+def _known_path() -> Path:
+    from bundler.pipsettings import cache_dir
+
+    return cache_dir() / "torch-probes.json"
+
+
+def _known() -> dict:
+    try:
+        data = json.loads(_known_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _remember(key: str, requires: list[str]) -> None:
+    from bundler.fsutil import atomic_write_text
+
+    known = _known() | {key: requires}
+    path = _known_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(known, indent=1, sort_keys=True) + "\n")

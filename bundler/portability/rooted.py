@@ -1,0 +1,63 @@
+"""A folder right under ``/`` kept in a variable, and used as a folder elsewhere in the project.
+
+``FS = "/checkpoint"`` alone may be anything (a route, a key); once some code of the project
+builds a path on it (``f"{cluster.FS}/{user}/runs"``, ``os.path.join(FS, x)``,
+``os.makedirs(FS)``) it is a folder of one machine. The assignments are collected per file
+during the scan, the names used as a path's head across every Python file, and the two
+are joined once the walk is done.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bundler.machinepaths import FHS_TOP, portable_absolute
+from bundler.portability.context import name_words
+
+# NAME = "/folder" as a statement of its own (a trailing comment allowed); the "=" first, for a fast search.
+_VALUE = re.compile(rb"""=[ \t]*[rRuU]?(["'])(/[A-Za-z_][\w.+-]*)/?\1[ \t]*(?:#[^\n]*)?$""", re.M)
+_TARGET = re.compile(rb"[ \t]*([A-Za-z_]\w*)[ \t]*")
+_NAME_ARGUMENT = rb"\(\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\s*[,)]"
+_HEADS = (  # (a literal the file must hold, where a name is a path's head); each starts with its literal, searched fast
+    (b"}/", re.compile(rb"\{(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\}/")),  # f"{cluster.FS}/{user}"
+    (b"join(", re.compile(rb"join" + _NAME_ARGUMENT)),
+    (b"makedirs(", re.compile(rb"makedirs" + _NAME_ARGUMENT)),
+    (b"chdir(", re.compile(rb"chdir" + _NAME_ARGUMENT)),
+)
+_ANY_VALUE = re.compile(rb"=[ \t]?[rRuU]?[\"']/")
+_NOT_FOLDER_WORDS = frozenset({"url", "urls", "uri", "api", "endpoint", "route", "routes", "prefix", "pattern", "regex"})
+
+
+@dataclass
+class Assignment:
+    relative: str
+    start: int  # offset of the path in the file
+    end: int
+    name: str
+
+
+def assignments(relative: str, data: bytes) -> list[Assignment]:
+    """``NAME = "/folder"`` statements in one Python file, the folder none of the system's."""
+    if _ANY_VALUE.search(data) is None:
+        return []
+    found = []
+    for match in _VALUE.finditer(data):
+        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        target = _TARGET.fullmatch(data, line_start, match.start())
+        folder = match.group(2).decode("utf-8", "replace")
+        if target is None or folder[1:] in FHS_TOP or portable_absolute(folder):
+            continue
+        name = target.group(1).decode("ascii")
+        if _NOT_FOLDER_WORDS.isdisjoint(name_words(name)):
+            found.append(Assignment(relative, match.start(2), match.end(2), name))
+    return found
+
+
+def path_heads(data: bytes) -> set[str]:
+    """The names a Python file builds paths on: ``f"{FS}/x"``, ``join(FS, x)``, ``makedirs(FS)``."""
+    heads: set[str] = set()
+    for literal, pattern in _HEADS:
+        if literal in data:
+            heads.update(m.group(1).decode("ascii") for m in pattern.finditer(data))
+    return heads

@@ -1,0 +1,23 @@
+# Generated from bundler/contracts/dropped.py by `python -m bundler.contracts.generate`: do not edit.
+"""Modules that a later release of the distribution shipping them dropped, while older code still imports them.
+
+One table for every reader: the lock's refusal of a source archive whose setup imports such a
+module, `bundler init`'s list of what the environment provides, and the diagnostics' hint for an
+import that fails on one. Standard library only (a copy ships in diagnostics/).
+"""
+
+from __future__ import annotations
+
+# module: (the distribution that shipped it, its first release without it, what to know when pinning below it)
+DROPPED = {"pkg_resources": ("setuptools", "82", "torch needs setuptools>=77, so 77-81 fits")}
+
+
+def dropped_from(module: str) -> tuple[str, str, str] | None:
+    """(distribution, first release without it, a note) for ``module`` or a submodule of it; None when no release dropped it."""
+    return DROPPED.get(module.split(".")[0])
+
+
+def pin_that_ships(module: str) -> str:
+    """The requirement that still ships ``module`` (``setuptools<82``), or "" when no release dropped it."""
+    found = dropped_from(module)
+    return f"{found[0]}<{found[1]}" if found else ""

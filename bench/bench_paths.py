@@ -35,7 +35,7 @@ from bundler.portability import fix as pathfix
 from bundler.portability import scan as paths
 from bundler.portability.classify import read_env_local
 from bundler.portability.equivalence import omegaconf_problem, python_problem
-from bundler.portability.rewrite import PYTHON_CELL_MAGICS, cell_magic
+from bundler.portability.rewrite import json_unescaped, notebook_problem
 from bundler.portability.shell import BLOCK_END, interpreter
 
 LABELS = Path(__file__).resolve().parent / "paths_corpus"
@@ -134,32 +134,8 @@ def _written(problem: str | None) -> str | None:
 
 
 def _notebook_proof(old: str, new: str, values, prefixes) -> str | None:
-    """Each changed code cell proven as Python, its cell magic still first; outputs as they were."""
-    import re
-
-    def cells(text):
-        return [c for c in json.loads(text)["cells"] if c["cell_type"] == "code"]
-
-    def source(cell):
-        return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-    def masked(text):
-        return "\n".join(re.sub(r"^(\s*)[%!?].*", r"\1pass", line) for line in text.split("\n") if "_bundle_paths import" not in line)
-
-    for index, (before, after) in enumerate(zip(cells(old), cells(new), strict=True)):
-        if before.get("outputs") != after.get("outputs"):
-            return f"code cell {index}: its outputs (a record of the run) were rewritten"
-        a, b = source(before), source(after)
-        if a == b:
-            continue
-        magic = cell_magic(a)
-        if magic is not None and a.split("\n", 1)[0] != b.split("\n", 1)[0]:
-            return f"code cell {index}: its %%{magic} line is no longer the cell's first"
-        if magic is not None and magic not in PYTHON_CELL_MAGICS:
-            return f"code cell {index}: a %%{magic} cell, whose body is not Python, was rewritten"
-        if problem := _written(python_problem(masked(a), masked(b), values, prefixes)):
-            return f"code cell {index}: {problem}"
-    return None
+    """The notebook proof --fix itself runs (rewrite.py), told of a file --fix did write."""
+    return _written(notebook_problem(old, new, values, [json_unescaped(p) for p in prefixes]))
 
 
 def _shell_proof(root: Path, relative: str, new: str, shell: str, values) -> str | None:

@@ -24,7 +24,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|\{[A-Za-z_][\w.]*(?:\(\))?\})"  # a name, a variable or an f-string field
+# A command substitution, $(whoami) or `id -un`: an interpolation like $USER.
+_COMMAND = rb"(?:\$\([A-Za-z_][\w -]*\)|`[A-Za-z_][\w -]*`)"
+# A name, a variable, a command substitution or an f-string field.
+_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|\{[A-Za-z_][\w.]*(?:\(\))?\})"
 _PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"
 _UNIX_TAIL = rb"(?:/" + _PATH_CHARS + rb"*)*"
 _WIN_SEP = rb"(?:\\\\|\\|//?)"  # one or two of either: C:\\Users, C://Users//name
@@ -60,13 +63,22 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         rb"(?P<lookup>expanduser\(\s*[rRuU]?(?P<q1>[\"'])~[^\"'\n]*(?P=q1)\s*\)|home\(\)"
         rb"|environ\[\s*" + _HOME_KEY.replace(b"<q>", b"<q2>").replace(b"=q)", b"=q2)") + rb"\s*\]"
         rb"|(?:environ\.get|getenv)\(\s*" + _HOME_KEY.replace(b"<q>", b"<q3>").replace(b"=q)", b"=q3)") + rb"\s*(?:,[^()\n]*)?\))",
-        rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/" + _PATH_CHARS + rb"*" + _UNIX_TAIL + rb")",
+        # ~\\Desktop\\x: IPython's shortened home in a Windows traceback; two folders at least
+        rb"(?P<tilde>~(?:[A-Za-z_][\w.-]*)?/"
+        + _PATH_CHARS
+        + rb"*"
+        + _UNIX_TAIL
+        + rb"|~(?:\\\\|\\)"
+        + _WIN_NAME
+        + rb"+(?:(?:\\\\|\\)"
+        + _WIN_NAME
+        + rb"+)+)",
         rb"(?P<remote>:(?:~|/|[\w.-]+/|[\w*-][\w.*-]*)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",
     ]
     if general:
-        segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?)+"  # /scratch/${ACCOUNT}/x is absolute too
+        segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb")+"  # /scratch/${ACCOUNT}/x is absolute too
         parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
         parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
         parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|$))")
@@ -166,9 +178,9 @@ def used_as_folder(data: bytes, line_start: int, start: int, end: int) -> bool:
     return _PYTHON_FOLDER_USE.search(data, max(line_start, start - 200), start) is not None
 
 
-_STRING_METHOD = re.compile(
-    rb"\.(?:r?split|replace|startswith|endswith|removeprefix|removesuffix|r?find|r?index|r?strip|lstrip|r?partition|count)\($"
-)
+# Methods whose argument is a fragment of a text. Not startswith/removeprefix: a prefix compared
+# with a path (``p.startswith("/gpfs/lab")``) is the folder the code expects to run under.
+_STRING_METHOD = re.compile(rb"\.(?:r?split|replace|endswith|removesuffix|r?find|r?index|r?strip|lstrip|r?partition|count)\($")
 
 
 _JOIN_BEFORE = re.compile(rb"(?:join|Path|PurePath|PosixPath)\(\s*$")

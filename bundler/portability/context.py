@@ -14,7 +14,7 @@ import re
 import tokenize
 from bisect import bisect_right
 
-from bundler.machinepaths import inside_url
+from bundler.machinepaths import FHS_TOP, inside_url, portable_absolute
 
 # --- documentation ------------------------------------------------------------------------
 
@@ -158,8 +158,10 @@ def _remote_use(data: bytes, at: int) -> bool:
 
 # --- web paths ---------------------------------------------------------------------------------
 
-_WEB_ATTRIBUTE = re.compile(rb"(?i)(?<![\w-])(?:href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
-_WEB_KEY = re.compile(rb"(?i)(?:ur[il]|endpoint|route|api)\w*\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
+_WEB_ATTRIBUTE = re.compile(rb"(?i)(?<![\w-])(href|src|srcset|action|poster|data-[\w-]+)\s*=\s*\\?[\"']?$")
+_IN_TAG = re.compile(rb"<[A-Za-z][\w-]*\s[^<>]*$")  # inside an HTML or a Vue tag: <img class=x src=
+_WEB_KEY = re.compile(rb"([A-Za-z_]\w*)\\?[\"']?\s*[:=(]\s*\\?[\"']?$")
+_PREFIX_OF = re.compile(rb"([\w.]+)\.startswith\(\s*[rRbBuU]?[\"']$")
 _HYDRA_DEFAULT = re.compile(rb"\s*-\s*(?:override\s+|optional\s+)*$")
 
 
@@ -171,16 +173,28 @@ _ROUTER_PREFIX = re.compile(rb"\bprefix\s*=\s*[rRuUbBfF]{0,2}[\"']$")
 _OPEN_ROUTER = re.compile(rb"(?i)router\([^)]*$")
 _COMMENT_LINE = re.compile(rb"[ \t]*#")
 _OPTION = re.compile(rb"[ \t]*#?[ \t]*(?:[A-Za-z_]\w*\.)+(?P<name>[A-Za-z_]\w*)[ \t]*=")
-_WEB_WORDS = frozenset({"url", "urls", "uri", "uris", "endpoint", "endpoints", "route", "routes"})
+_WEB_WORDS = frozenset({"url", "urls", "uri", "uris", "endpoint", "endpoints", "route", "routes", "api", "apis", "href"})
+
+
+def web_name(name: bytes) -> bool:
+    """Does a name say URL or route, read as words (``base_url``, ``apiRoute``; not ``purity_file``)?"""
+    return not _WEB_WORDS.isdisjoint(name_words(name.decode("utf-8", "replace")))
 
 
 def is_web_path(data: bytes, line_start: int, start: int) -> bool:
-    """A path that is an HTML attribute's value (``href="/users/x"``), a URI's or a route's (``@app.route("/a/b")``)
-    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``)."""
-    if _WEB_ATTRIBUTE.search(data, max(line_start, start - 40), start) is not None:
+    """A path that is an HTML attribute's value (``<img src="/users/x">``), a URI's or a route's (``@app.route("/a/b")``)
+    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``).
+    ``src`` names a web path only inside a tag: a variable named so holds a source folder."""
+    window = max(line_start, start - 40)
+    attribute = _WEB_ATTRIBUTE.search(data, window, start)
+    if attribute is not None and (attribute.group(1).lower() != b"src" or _IN_TAG.search(data, line_start, attribute.start())):
         return True
-    if _WEB_KEY.search(data, max(line_start, start - 40), start) is not None:
+    key = _WEB_KEY.search(data, window, start)
+    if key is not None and web_name(key.group(1)):
         return True
+    compared = _PREFIX_OF.search(data, max(line_start, start - 80), start)
+    if compared is not None and web_name(compared.group(1)):
+        return True  # request.url.path.startswith("/api/"): a web address's prefix
     if _ROUTE_DECORATOR.search(data, max(line_start, start - 80), start) is not None:
         return True
     if _ROUTER_PREFIX.search(data, max(line_start, start - 40), start) and _OPEN_ROUTER.search(data, max(0, start - 300), start):
@@ -209,6 +223,32 @@ def _documents_web_option(data: bytes, line_start: int) -> bool:
 def name_words(name: str) -> list[str]:
     """The words of an identifier, snake or camel case: ``kernels_endpoint``, ``mathjaxUrl`` give their words, lower case."""
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+
+
+# --- IPython's shortened home where the home was / -----------------------------------------
+
+_NAMED_TILDE = re.compile(r"~([A-Za-z_][\w.-]*)(/.*)")
+
+
+def system_home_tilde(text: str) -> bool:
+    """``~usr/local/lib/…``: IPython shortens the home to ``~`` even where it was ``/``, so this is
+    ``/usr/local/lib/…``, the system's own folder, and no user's (``~ab/data`` stays one)."""
+    match = _NAMED_TILDE.fullmatch(text)
+    return match is not None and match.group(1) in FHS_TOP and portable_absolute("/" + match.group(1) + match.group(2))
+
+
+# --- markup and regular expressions: </root>, /England/g ----------------------------------------
+
+# A JavaScript regular expression: a call's argument (s.replace(/England/g, …)) or quoted as code (`/England/g`).
+_REGEX_LITERAL = re.compile(rb"(?:(?<=\()/[^/\s]+/[gimsuyd]{1,4}(?=[,)])|(?<=`)/[^/\s`]+/[gimsuyd]{1,4}(?=`))")
+
+
+def markup_or_regex(data: bytes, start: int) -> bool:
+    """Is the text at ``start`` a closing tag (``</root>``) or a JavaScript regular expression
+    (``s.replace(/England/g, …)``): text written with slashes, never a folder?"""
+    if start > 0 and data[start - 1] == 0x3C:  # <
+        return True
+    return _REGEX_LITERAL.match(data, start) is not None
 
 
 # --- a container's own side: docker exec NAME /bin/bash /scripts/x.sh ------------------------

@@ -38,7 +38,7 @@ from bundler.portability.classify import ENV_LOCAL, read_env_local
 from bundler.portability.equivalence import omegaconf_problem, python_problem, python_unreadable
 from bundler.portability.notebook import OUTPUT
 from bundler.portability.python_rewrite import manual, rewrite_python
-from bundler.portability.rewrite import rewrite_notebook, rewrite_text, textual_problem
+from bundler.portability.rewrite import json_unescaped, notebook_problem, rewrite_notebook, rewrite_text, textual_problem
 from bundler.portability.shell import interpreter, rewrite_shell, shell_problem, with_block
 from bundler.portability.support import _env_local_text, _support_files, foreign_helper
 
@@ -249,8 +249,11 @@ class _Context:
 
         new, fixed, left, helper = rewrite_notebook(text, self.scanner, relative, prove)
         left = outputs + left
+        # The whole notebook as it would be written, proven again as the cells were: one proof, never skipped.
+        prefixes = [json_unescaped(f.text[: f.prefix_length]) for f in findings if f.project_relative is not None and f.prefix_length]
+        problem = notebook_problem(text, new, self.values, prefixes) if new != text else None
         names = {n for n in self.values if re.search(rf"\b{n}\b", new) and not re.search(rf"\b{n}\b", text)}
-        return self._finish(relative, text, new, fixed, left, None, names, helper)
+        return self._finish(relative, text, new, fixed, left, problem, names, helper)
 
     def _shell(self, relative: str, text: str, findings, shell: str) -> _Plan:
         body, edits, left = rewrite_shell(text, findings)

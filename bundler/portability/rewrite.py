@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 
+from bundler.portability.equivalence import python_problem
 from bundler.portability.python_rewrite import NOTEBOOK_IMPORT, line_offsets, manual, rewrite_python
 
 _INFORMATION = ("docs", "remote", "portable")
@@ -79,14 +80,20 @@ def rewrite_notebook(text: str, scanner, relative: str, prove) -> tuple[str, int
     document = json.loads(text)
     fixed, problems, needs_helper = 0, [], False
     cells = [cell for cell in document.get("cells", []) if isinstance(cell, dict)]
+    found_in = {id(cell): _cell_findings(cell, scanner, relative) for cell in cells if cell.get("cell_type") == "code"}
+    # Every cell is proven knowing every project root the notebook names, as a Python file is:
+    # a cell's path under the project's own folder is the project's, whatever its tail.
+    everything = [f for found in found_in.values() for f in found]
+
+    def known(original: str, new: str, _cell_findings, edits) -> str | None:
+        return prove(original, new, everything, edits)
+
     for cell in cells:
         source, joined = cell.get("source", ""), _joined(cell)
         if cell.get("cell_type") == "code":
-            found = [
-                f for f in scanner.findings_in(relative + "#cell.py", joined.encode("utf-8"), "code") if f.category not in _INFORMATION
-            ]
+            found = found_in[id(cell)]
             problems += [manual(f, f.note) for f in found if f.note]
-            new, count, left = _rewrite_cell(joined, [f for f in found if not f.note], prove)
+            new, count, left = _rewrite_cell(joined, [f for f in found if not f.note], known)
             if new != joined:
                 cell["source"] = new.splitlines(keepends=True) if isinstance(source, list) else new
                 needs_helper = needs_helper or "param_path(" in new or "project_path(" in new
@@ -113,6 +120,11 @@ def cell_magic(source: str) -> str | None:
     """The cell magic a code cell starts with (``writefile`` for ``%%writefile x.sh``), or None."""
     match = _CELL_MAGIC.match(source)
     return match.group(1) if match else None
+
+
+def _cell_findings(cell: dict, scanner, relative: str) -> list:
+    found = scanner.findings_in(relative + "#cell.py", _joined(cell).encode("utf-8"), "code")
+    return [f for f in found if f.category not in _INFORMATION]
 
 
 def _joined(cell: dict) -> str:
@@ -176,3 +188,44 @@ def _scrub(value, scanner, relative: str):
 def _json_indent(text: str) -> int:
     match = re.search(r"\n( +)\S", text)
     return len(match.group(1)) if match else 1
+
+
+# --- the proof of a whole notebook as written -----------------------------------------------
+
+
+def json_unescaped(text: str) -> str:
+    """A path as a notebook's JSON spells it (``C:\\\\Users``), as its cell's Python reads it (``C:\\Users``)."""
+    try:
+        return json.loads(f'"{text}"')
+    except ValueError:
+        return text
+
+
+def notebook_problem(old: str, new: str, values: dict[str, str], prefixes: list[str]) -> str | None:
+    """Why notebook ``new`` does not mean ``old``: each changed code cell proven as Python, its cell
+    magic still first, outputs as they were. ``prefixes``: project roots as the cells' Python spells them."""
+
+    def code(text: str) -> list[dict]:
+        return [c for c in json.loads(text).get("cells", []) if isinstance(c, dict) and c.get("cell_type") == "code"]
+
+    def masked(text: str) -> str:
+        lines = (re.sub(r"^(\s*)[%!?].*", r"\1pass", line) for line in text.split("\n") if "_bundle_paths import" not in line)
+        return "\n".join(lines)
+
+    before, after = code(old), code(new)
+    if len(before) != len(after):
+        return "its code cells were added or removed: not modified"
+    for index, (a_cell, b_cell) in enumerate(zip(before, after, strict=True)):
+        if a_cell.get("outputs") != b_cell.get("outputs"):
+            return f"code cell {index}: its outputs (a record of the run) were rewritten: not modified"
+        a, b = _joined(a_cell), _joined(b_cell)
+        if a == b:
+            continue
+        magic = cell_magic(a)
+        if magic is not None and a.split("\n", 1)[0] != b.split("\n", 1)[0]:
+            return f"code cell {index}: its %%{magic} line is no longer the cell's first: not modified"
+        if magic is not None and magic not in PYTHON_CELL_MAGICS:
+            return f"code cell {index}: a %%{magic} cell, whose body is not Python, was rewritten: not modified"
+        if problem := python_problem(masked(a), masked(b), values, prefixes):
+            return f"code cell {index}: {problem}"
+    return None

@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, line_hits, shape_patterns, word_byte
+from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, line_hits, path_named, shape_patterns, word_byte
 from bundler.portability import context, homevars, rooted, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
@@ -467,11 +467,15 @@ class Scanner:
                 return None
             if kind == MARKDOWN:
                 category = "docs"
+        if shape == "tilde" and context.system_home_tilde(hit.text):
+            return None
         if shape == "temp-dir" and not context.temp_is_output(data, line_start, hit.start, hit.text):
             return None
-        if hit.group == "windows" and not _windows_path(hit.text, place.json):
+        if hit.group == "windows" and not _windows_path(hit.text, place.json, path_named(data, line_start, hit.start)):
             return None
         if hit.group in ("home", "project", "temp", "absolute") and context.is_web_path(data, line_start, hit.start):
+            return None
+        if hit.group in ("home", "temp", "absolute") and context.markup_or_regex(data, hit.start):
             return None
         if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
             return None  # an inlined image or video, not a folder
@@ -484,7 +488,8 @@ class Scanner:
         if data[hit.start - 1 : hit.start] == b":" and context.bind_container_side(data, line_start, hit.start, place.yaml):
             return None  # - ./data:/home/jovyan/work, -v x:/root/y: the container's side of a bind
         end = context.extend_past_spaces(data, line_start, line_end, hit.start, hit.end, place.yaml)
-        if place.json and hit.group == "windows":  # in JSON text a single backslash starts an escape, never a folder
+        backslashed = hit.group == "windows" or (hit.group == "tilde" and hit.text[1:2] == "\\")
+        if place.json and backslashed:  # in JSON text a single backslash starts an escape, never a folder
             escape = re.search(rb"(?<!\\)(?:\\\\)*\\(?!\\)", data[hit.start : end])
             end = hit.start + escape.start() + len(escape.group(0)) - 1 if escape else end
         raw = data[hit.start : end]
@@ -504,6 +509,8 @@ class Scanner:
             note = _BY_HAND["absolute-built"]  # /tmp/{user}/…: the folder is built at run time
         if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
             note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
+        if target.parameter is not None and not note and _under_project_folder(found, self.root.name):
+            note = UNDER_PROJECT_FOLDER
         if target.parameter is not None and category not in ("docs", "remote", "portable") and not note:
             target = self.registry.name(target)
         prefix = data[line_start : hit.start]
@@ -572,6 +579,17 @@ _BY_HAND = {
 }
 
 QUOTED_TILDE = "quoted, so the shell does not expand ~ here: it is no home; change it by hand"
+UNDER_PROJECT_FOLDER = (
+    "under a folder named as this project, so likely the project's own place on that machine (a git-ignored"
+    " folder, outputs): a parameter would not follow the project when it moves; write it relative to the project by hand"
+)
+_SEPARATORS = re.compile(r"[\\/]+")
+
+
+def _under_project_folder(found: str, project: str) -> bool:
+    """Does the path pass through a folder named as the project, with more below it (``…/proj/out``)?"""
+    parts = [p.lower() for p in _SEPARATORS.split(found)]
+    return len(project) >= 3 and project.lower() in parts[:-1]
 
 
 def _note_quoted_tildes(relative: str, text: str, found: list[Finding]) -> None:
@@ -586,12 +604,16 @@ def _note_quoted_tildes(relative: str, text: str, found: list[Finding]) -> None:
                 finding.note = QUOTED_TILDE
 
 
-_ESCAPE_NOT_PATH = re.compile(r"[A-Za-z]:\\[A-Za-z]")
+_TEXT_ESCAPE = re.compile(r"[A-Za-z]:\\[ntr]")
 
 
-def _windows_path(text: str, json: bool) -> bool:
-    """``f:\n`` in JSON text (or an escape after a one-letter name) is not a Windows path."""
-    if _ESCAPE_NOT_PATH.fullmatch(text):
+def _windows_path(text: str, json: bool, named: bool) -> bool:
+    """``f:\n`` in JSON text (or a text's escape after a one-letter name: ``"Total:\n"``) is not a Windows path.
+
+    The source text is read, not the value: ``"output_dir": "E:\a"`` is the folder ``E:\a`` its author
+    wrote, whatever Python's ``\a`` decodes to; a value named as a folder is a path even after ``\n``.
+    """
+    if _TEXT_ESCAPE.fullmatch(text) and not named:
         return False
     return not (json and text[2] == "\\" and text[3:4] != "\\")
 

@@ -17,10 +17,8 @@ import hashlib
 import os
 import re
 import shlex
-import tarfile
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +29,7 @@ from bundler.image.context import write_dockerfile_context
 from bundler.image.labels import LABEL_PREFIX
 from bundler.image.steps import EngineBuildError, run_engine_build
 from bundler.image.torchenv import TorchBuildPlan
-from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, NINJA_STEP, compile_command, own_lines
+from bundler.lock.torchbuild import ARCHIVE_ERRORS, NEEDS_GPU_COMPILER, NINJA_STEP, compile_command, own_lines, read_member_names
 from bundler.pipsettings import container_pip, host_pip_settings
 
 BUILDER_REPOSITORY = "bundler/builder"
@@ -68,12 +66,8 @@ def compilers_for(names: list[str]) -> list[str]:
 
 def _member_names(sdist: Path) -> list[str]:
     try:
-        if sdist.name.endswith(".zip"):
-            with zipfile.ZipFile(sdist) as archive:
-                return archive.namelist()
-        with tarfile.open(sdist) as archive:
-            return archive.getnames()
-    except (tarfile.TarError, zipfile.BadZipFile, OSError) as error:
+        return read_member_names(sdist)
+    except ARCHIVE_ERRORS as error:
         raise BuildError(
             f"the source archive {sdist} cannot be read: {error}.",
             hint=f"Delete {sdist.parent} from the cache and build again.",

@@ -53,6 +53,7 @@ PER_TORCH_INDEXES = {
     "mmcv": "https://download.openmmlab.com/mmcv/dist/{build}/torch{minor}/index.html",
 }
 
+ARCHIVE_ERRORS = (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError)  # what reading a source archive can raise
 # what a build's own output says when it needs a GPU compiler (its setup.py's words, not a list of packages)
 NEEDS_GPU_COMPILER = re.compile(
     r"CUDA_HOME|\bnvcc\b|cuda_runtime\.h|cuda\.h: No such file|No CUDA runtime|CUDA is not available|hipcc|ROCM_HOME"
@@ -265,20 +266,25 @@ def archive_members(sdist: Path) -> dict:
                         stream = archive.extractfile(member)
                         text = stream.read().decode("utf-8", "replace") if stream else ""
                         found[member.name] = (lambda data: lambda: data)(text)
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+    except ARCHIVE_ERRORS:
         return {}
     return found
+
+
+def read_member_names(sdist: Path) -> list[str]:
+    """Every member's name; raises one of ``ARCHIVE_ERRORS`` when the archive cannot be read."""
+    if sdist.name.endswith(".zip"):
+        with zipfile.ZipFile(sdist) as archive:
+            return archive.namelist()
+    with tarfile.open(sdist) as archive:
+        return archive.getnames()
 
 
 def member_names(sdist: Path) -> list[str]:
     """Every member's name ([] when the archive cannot be read)."""
     try:
-        if sdist.name.endswith(".zip"):
-            with zipfile.ZipFile(sdist) as archive:
-                return archive.namelist()
-        with tarfile.open(sdist) as archive:
-            return archive.getnames()
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+        return read_member_names(sdist)
+    except ARCHIVE_ERRORS:
         return []
 
 
@@ -297,7 +303,7 @@ def top_file(sdist: Path, filename: str) -> str:
             member = next((m for m in tarred.getmembers() if m.isfile() and at_top(m.name)), None)
             stream = tarred.extractfile(member) if member else None
             return stream.read().decode("utf-8", "replace") if stream else ""
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
+    except ARCHIVE_ERRORS:
         return ""
 
 

@@ -109,3 +109,20 @@ def test_a_txt_of_log_records_is_code_and_a_txt_of_prose_documentation(tmp_path)
     prose = "How to run\n\nPut the data under /data/ana/cache and run train.py.\nThen look at the plots.\n\nThat is all.\n"
     root = build_tree(tmp_path / "p", {"eval.txt": records, "notes.txt": prose})
     assert [(name, category) for name, _, _, category in _found(root)] == [("eval.txt", "code"), ("notes.txt", "docs")]
+
+
+# --- 3. a Windows user name with a space: whole when quoted right around it, else left to a person ---
+
+
+def test_a_windows_name_with_a_space_is_whole_when_quoted_and_never_partly_rewritten(tmp_path):
+    code = 'data = r"C:\\Users\\Max Jo\\AppData\\x.csv"\nprint("File C:\\\\Users\\\\Max Jo\\\\Files\\\\x.py, line 3")\n'
+    root = build_tree(tmp_path / "p", {"show.py": code})
+    found = paths.scan(root).failing
+    assert [(f.line, f.text, bool(f.note)) for f in found] == [
+        (1, "C:\\Users\\Max Jo\\AppData\\x.csv", False),
+        (2, "C:\\\\Users\\\\Max", True),
+    ]
+    pathfix.fix(root)
+    written = (root / "show.py").read_text().splitlines()
+    assert code.splitlines()[0] not in written and code.splitlines()[1] in written
+    assert pathfix.fix(root).written == []

@@ -509,6 +509,8 @@ class Scanner:
             note = _BY_HAND["absolute-built"]  # /tmp/{user}/…: the folder is built at run time
         if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
             note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
+        if shape.startswith("windows") and _CUT_AT_SPACE.match(data, end, line_end):
+            note = CUT_AT_SPACE  # C:\\Users\\Max Johansson\\x unquoted: a rewrite of "C:\\Users\\Max" would change the path
         if target.parameter is not None and not note and _under_project_folder(found, self.root.name):
             note = UNDER_PROJECT_FOLDER
         if target.parameter is not None and category not in ("docs", "remote", "portable") and not note:
@@ -579,6 +581,10 @@ _BY_HAND = {
 }
 
 QUOTED_TILDE = "quoted, so the shell does not expand ~ here: it is no home; change it by hand"
+# A Windows path that a space stops, where the word after the space goes on with a separator: the
+# name has a space and nothing here marks where the path ends (no quote right around it).
+_CUT_AT_SPACE = re.compile(rb" [^\s\"'`\\/]+(?:\\|/)")
+CUT_AT_SPACE = "a folder name with a space, and no quote right around the path marks where it ends: make it a parameter by hand"
 UNDER_PROJECT_FOLDER = (
     "under a folder named as this project, so likely the project's own place on that machine (a git-ignored"
     " folder, outputs): a parameter would not follow the project when it moves; write it relative to the project by hand"

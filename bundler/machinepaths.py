@@ -102,6 +102,29 @@ def _ansi_before(data: bytes, start: int) -> bool:
     return data[start - 1] == 0x6D and _ANSI_END.search(data, max(0, start - 16), start) is not None
 
 
+# Typographic quotes (wget's ``Saving to: ‘/root/x’``) in UTF-8: quotes like ' and ", a path's bounds.
+OPEN_QUOTES = ("\u2018".encode(), "\u201c".encode())
+CLOSE_QUOTES = ("\u2019".encode(), "\u201d".encode())
+
+
+def _curly_before(data: bytes, start: int) -> bool:
+    """An opening typographic quote before ``start``, as UTF-8 or as JSON's escape (a notebook saved in ASCII)."""
+    return data[max(0, start - 3) : start] in OPEN_QUOTES or data[max(0, start - 6) : start] in (b"\\u2018", b"\\u201c")
+
+
+def boundary_before(data: bytes, start: int) -> bool:
+    """A terminal colour code or an opening typographic quote right before ``start``: a boundary, like a space."""
+    return _ansi_before(data, start) or _curly_before(data, start)
+
+
+def _cut_at_close_quote(data: bytes, start: int, end: int) -> int:
+    for quote in CLOSE_QUOTES:
+        at = data.find(quote, start, end)
+        if at != -1:
+            end = at
+    return end
+
+
 # What may come right before any other absolute path: a space, a quote, "=", "(", "[", ",".
 # Not ":" (``host:/path`` is remote, ``-v data:/data`` the container's side) nor ">" (``<ROOT>/x``).
 _ABSOLUTE_AFTER = frozenset(b" \t\r\n\"'`=([,")
@@ -178,6 +201,31 @@ def used_as_folder(data: bytes, line_start: int, start: int, end: int) -> bool:
     return _PYTHON_FOLDER_USE.search(data, max(line_start, start - 200), start) is not None
 
 
+# A call that reads or writes a file (``np.load``, ``torch.save``, ``pd.read_csv``, ``df.to_parquet``, ``cv2.imread``),
+# the path its argument; a route (``@app.route("/index.html")``, ``send_file``) or a URL join is none of them.
+_FILE_CALL = re.compile(
+    rb"(?i)(?:\b|_)(?:load\w*|save\w*|read\w*|write\w*|dump|open|to_\w+|imread|imwrite|fromfile|tofile)"
+    rb"\((?:[^()\n]*,\s*)?[rRbBuUfF]{0,2}\\?[\"']$"
+)
+_FILE_NAME = re.compile(rb"[A-Za-z_][\w+-]*\.[A-Za-z][\w]{0,7}")
+_FILE_WORD = re.compile(rb"(?i)(?:file|fname|filename|path)s?$")
+
+
+def _single_kept(data: bytes, line_start: int, start: int, end: int) -> bool:
+    return path_named(data, line_start, start) or used_as_folder(data, line_start, start, end) or root_file(data, line_start, start, end)
+
+
+def root_file(data: bytes, line_start: int, start: int, end: int) -> bool:
+    """Is the file right under ``/`` at ``start`` (``/train_X.npy``) one machine's: a name with a suffix, none of
+    the system's, read or written by a call on its line, or the value of a name that holds a file?"""
+    if _FILE_NAME.fullmatch(data, start + 1, end) is None or data[start + 1 : end].decode("latin-1") in FHS_TOP:
+        return False
+    if _FILE_CALL.search(data, max(line_start, start - 200), start) is not None:
+        return True
+    match = _PATH_NAME.search(data, max(line_start, start - 120), start)
+    return match is not None and _FILE_WORD.search(match.group("name")) is not None
+
+
 # Methods whose argument is a fragment of a text. Not startswith/removeprefix: a prefix compared
 # with a path (``p.startswith("/gpfs/lab")``) is the folder the code expects to run under.
 _STRING_METHOD = re.compile(rb"\.(?:r?split|replace|endswith|removesuffix|r?find|r?index|r?strip|lstrip|r?partition|count)\($")
@@ -204,17 +252,17 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
         return True
     before = data[start - 1]
     if group == "single":
-        return before in b" \t\"'`" and not tail_literal(data, start)
+        return (before in b" \t\"'`" or _curly_before(data, start)) and not tail_literal(data, start)
     if group in ("absolute", "built", "rooted"):
         if tail_literal(data, start):
             return False
         if group in ("built", "rooted"):
             return before in b"\"'" and (concatenated_folder(data, start) or joined(data, start))
-        return before in _ABSOLUTE_AFTER or glued_flag(data, start) or _ansi_before(data, start)
+        return before in _ABSOLUTE_AFTER or glued_flag(data, start) or boundary_before(data, start)
     if group in ("project", "wsl", "home", "temp", "drive") and glued_flag(data, start):
         return True
     if group in ("project", "wsl", "home", "temp", "drive"):
-        if _ansi_before(data, start):  # "\u001b[0;32m/home/…" in outputs
+        if boundary_before(data, start):  # "\u001b[0;32m/home/…" in outputs
             return True
         if 0x30 <= before <= 0x39:  # a number glued before the path ("2/home/u"), not a folder ("exp2/home/u")
             digits = start - 1
@@ -223,9 +271,9 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
             return digits == 0 or not (word_byte(data[digits - 1]) or data[digits - 1] in _PATH_NOT_AFTER)
         return not word_byte(before) and before not in _PATH_NOT_AFTER
     if group == "windows":
-        return not word_byte(before) and before not in b"/\\:-.%$"
+        return (not word_byte(before) and before not in b"/\\:-.%$") or boundary_before(data, start)
     if group == "tilde":
-        return before in _TILDE_AFTER or _ansi_before(data, start)
+        return before in _TILDE_AFTER or boundary_before(data, start)
     if group == "remote":
         return not word_byte(before) and before not in b".-@"
     return True
@@ -273,7 +321,7 @@ def path_start(data: bytes, line_start: int, start: int) -> int | None:
     """
     begin = start
     while begin > line_start and _segment_byte(data[begin - 1]):
-        if _ANSI_END.search(data, max(line_start, begin - 16), begin):
+        if boundary_before(data, begin):
             return begin
         segment_start = begin - 1
         while segment_start > line_start and _segment_byte(data[segment_start - 1]):
@@ -301,11 +349,23 @@ _PORTABLE_UNDER = {
 }
 
 
+# The system's folders that hold one tree per user (udisks' /run/media/<user>/, logind's /run/user/<uid>/):
+# what lies under them is one machine's user, as a home is.
+_PER_USER_UNDER = {"run": frozenset({"media", "user"})}
+
+
 def _portable_lookahead() -> bytes:
     """A negative lookahead that skips the portable absolute paths in a regex: ``/(?!usr/lib/|etc/|…)``."""
-    roots = sorted(_PORTABLE_ROOTS - set(_PORTABLE_UNDER))
+    roots = [
+        root + ("(?!/(?:" + "|".join(sorted(_PER_USER_UNDER[root])) + ")/)" if root in _PER_USER_UNDER else "")
+        for root in sorted(_PORTABLE_ROOTS - set(_PORTABLE_UNDER))
+    ]
     under = [root + "/(?:" + "|".join(sorted(names)) + ")" for root, names in sorted(_PORTABLE_UNDER.items())]
     return ("(?!(?:" + "|".join(roots + under) + r")(?:/|\b(?![.-])))").encode()
+
+
+def _per_user(parts: list[str]) -> bool:
+    return len(parts) > 2 and parts[1] in _PER_USER_UNDER.get(parts[0], ())
 
 
 PORTABLE_LOOKAHEAD = _portable_lookahead()
@@ -314,7 +374,7 @@ PORTABLE_LOOKAHEAD = _portable_lookahead()
 def portable_absolute(text: str) -> bool:
     """Is this absolute path the same on every machine (``/usr/lib/…``, ``/opt/conda/…``, ``/dev/null``)?"""
     parts = [p for p in text.split("/") if p]
-    if not parts or parts[0] not in _PORTABLE_ROOTS:
+    if not parts or parts[0] not in _PORTABLE_ROOTS or _per_user(parts):
         return False
     under = _PORTABLE_UNDER.get(parts[0])
     return under is None or (len(parts) > 1 and parts[1] in under) or len(parts) == 1
@@ -363,9 +423,9 @@ _WINDOWS_USERS = re.compile(r"(?i)^[a-z]:[\\/]+users(?:[\\/]|$)")
 def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit]:
     """Non-overlapping hits in one line: leftmost first, then by priority; URLs left out."""
     candidates = []
+    chains = gdal_chains(data, line_start, line_end)
     for priority, (group, pattern) in enumerate(patterns):
-        for match in pattern.finditer(data, line_start, line_end):
-            start, end = match.span()
+        for start, end in _spans(pattern, data, line_start, line_end, chains):
             if group == "home":
                 start = path_start(data, line_start, start)
                 if start is None:
@@ -374,7 +434,7 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 colon, start = start, remote_start(data, line_start, start)
                 if start is None or (_bare_name(data, colon, end) and not _user_and_copy(data, line_start, line_end, start, colon)):
                     continue
-            if not preceded_ok(group, data, start):
+            if not (preceded_ok(group, data, start) or any(start == wrapped for _, wrapped in chains)):
                 continue
             if group == "windows" and WINDOWS_SYSTEM.match(data[start:line_end].decode("latin-1")):
                 continue
@@ -393,11 +453,13 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 and not (end - start > 3 and data[start + 1 : start + 2] != b":" and _TRANSFER.search(data, line_start, line_end))
             ):
                 continue  # host:path without a user: only on a copying command's line
-            if group == "single" and not (path_named(data, line_start, start) or used_as_folder(data, line_start, start, end)):
+            if group == "single" and not _single_kept(data, line_start, start, end):
                 continue
             if group in ("absolute", "rooted", "single") and portable_absolute(data[start:end].decode("utf-8", "replace")):
                 continue
             group = "absolute" if group == "single" else group
+            if data[start - 3 : start] in OPEN_QUOTES:
+                end = _cut_at_close_quote(data, start, end)
             candidates.append((start, priority, end, group))
     chosen, taken_to = [], line_start
     for start, _, end, group in sorted(candidates):
@@ -405,6 +467,32 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
             chosen.append(Hit(group, start, end, data[start:end].decode("utf-8", errors="replace")))
             taken_to = end
     return chosen
+
+
+# GDAL's virtual file systems (/vsizip/, /vsicurl/, /vsis3/ …) chained in front of what they read:
+# a URL or a bucket is the same on every machine; a local absolute path after them is judged as itself.
+_GDAL_CHAIN = re.compile(rb"(?<![\w./-])(?:/vsi[a-z0-9_]+/)+")
+
+
+def _spans(pattern: re.Pattern[bytes], data: bytes, line_start: int, line_end: int, chains: list[tuple[int, int]]):
+    """The pattern's matches on the line; one that begins in a chain of GDAL prefixes is tried again where the
+    chain ends, on what the chain wraps."""
+    for match in pattern.finditer(data, line_start, line_end):
+        start = match.start()
+        wrapped = next((end for begin, end in chains if begin <= start < end), None)
+        if wrapped is None:
+            yield match.span()
+        else:
+            inner = pattern.match(data, wrapped, line_end)
+            if inner is not None:
+                yield inner.span()
+
+
+def gdal_chains(data: bytes, line_start: int, line_end: int) -> list[tuple[int, int]]:
+    """(start, where the wrapped path begins) of each chain of GDAL prefixes on the line."""
+    if data.find(b"/vsi", line_start, line_end) == -1:
+        return []
+    return [match.span() for match in _GDAL_CHAIN.finditer(data, line_start, line_end)]
 
 
 _TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone)\b")

@@ -48,6 +48,8 @@ def category_of(relative: str, data: bytes = b"") -> str:
         return "config"
     if suffix in CONFIG_SUFFIXES or name.startswith(".env"):
         return "config"
+    if suffix == ".txt" and _run_record(data):
+        return "code"  # captured output saved as text names the machine it ran on, as a log does
     if suffix in LIST_SUFFIXES and _is_path_list(data):
         return "config"  # a data list: one path a line, read by the code
     if suffix in DOCS_SUFFIXES or name.startswith(("readme", "changelog", "license", "authors", "contributing")):
@@ -64,6 +66,19 @@ _FENCE = re.compile(rb"(?m)^[ \t]*```")
 def _markdown(data: bytes) -> bool:
     """Does a file without a suffix read as Markdown: a heading first (no shebang), and a fenced block?"""
     return _HEADING.match(data) is not None and _FENCE.search(data, 0, 1 << 20) is not None
+
+
+# A line a run writes about itself: a timestamp first, a level first, or a progress bar.
+_RECORD_LINE = re.compile(
+    rb"\s*(?:\[?\d{2,4}[-/.]\d{2}[-/.]\d{2,4}[ T]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}\b"
+    rb"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[^\n]{0,80}\d+%\|)"
+)
+
+
+def _run_record(data: bytes) -> bool:
+    """Do most of the first lines read as a run's records (timestamps, levels, progress), not prose?"""
+    lines = [line for line in data[:65536].splitlines()[:200] if line.strip()]
+    return len(lines) >= 5 and sum(1 for line in lines if _RECORD_LINE.match(line)) >= 0.6 * len(lines)
 
 
 _PATH_LINE = re.compile(rb"\s*(?:[\"']?(?:/|~/|[A-Za-z]:[\\/]|\.{1,2}/|[\w.-]+/))")

@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, line_hits, path_named, shape_patterns, word_byte
+from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, boundary_before, line_hits, path_named, shape_patterns, word_byte
 from bundler.portability import context, homevars, rooted, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
@@ -43,7 +43,7 @@ _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|privat
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
 _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
-    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/))"
+    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/)|(?<=\xe2\x80[\x98\x9c]/)|(?<=\\u201[8c]/))"
     + PORTABLE_LOOKAHEAD
     + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|\Z)"
 )
@@ -277,7 +277,7 @@ def _colon_hit(data: bytes, at: int) -> bool:
     """A drive (one letter before the colon) or ``host:path`` on a copying command's line."""
     if not at or not word_byte(data[at - 1]):
         return False
-    if _letter(data[at - 1]) and (at < 2 or not word_byte(data[at - 2])) and data[at + 1 : at + 2] != b"~":
+    if _letter(data[at - 1]) and (at < 2 or not word_byte(data[at - 2]) or boundary_before(data, at - 1)) and data[at + 1 : at + 2] != b"~":
         return True
     line_start = data.rfind(b"\n", 0, at) + 1
     line_end = data.find(b"\n", at)
@@ -509,6 +509,8 @@ class Scanner:
             note = _BY_HAND["absolute-built"]  # /tmp/{user}/…: the folder is built at run time
         if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
             note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
+        if shape.startswith("windows") and _CUT_AT_SPACE.match(data, end, line_end):
+            note = CUT_AT_SPACE  # C:\\Users\\Max Johansson\\x unquoted: a rewrite of "C:\\Users\\Max" would change the path
         if target.parameter is not None and not note and _under_project_folder(found, self.root.name):
             note = UNDER_PROJECT_FOLDER
         if target.parameter is not None and category not in ("docs", "remote", "portable") and not note:
@@ -579,6 +581,10 @@ _BY_HAND = {
 }
 
 QUOTED_TILDE = "quoted, so the shell does not expand ~ here: it is no home; change it by hand"
+# A Windows path that a space stops, where the word after the space goes on with a separator: the
+# name has a space and nothing here marks where the path ends (no quote right around it).
+_CUT_AT_SPACE = re.compile(rb" [^\s\"'`\\/]+(?:\\|/)")
+CUT_AT_SPACE = "a folder name with a space, and no quote right around the path marks where it ends: make it a parameter by hand"
 UNDER_PROJECT_FOLDER = (
     "under a folder named as this project, so likely the project's own place on that machine (a git-ignored"
     " folder, outputs): a parameter would not follow the project when it moves; write it relative to the project by hand"

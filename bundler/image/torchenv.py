@@ -25,7 +25,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from bundler.tomlcompat import loads as toml_loads
+from bundler.lock.torchprobe import build_system_requires, pyproject_build_requires
 
 JOB_MEMORY_GIB = 2.0  # what one compiler job of a torch extension takes, at most, in practice
 DEFAULT_BUILD_REQUIRES = ("setuptools", "wheel")
@@ -54,7 +54,7 @@ def imports_torch(sdist: Path) -> bool:
     """Whether the archive's build needs torch: its pyproject requires it to build, or its setup.py imports it."""
     for name, text in _build_files(sdist).items():
         if name.endswith("pyproject.toml"):
-            if "torch" in {str(canonicalize_name(r)) for r in _names(_build_system(text))}:
+            if "torch" in {str(canonicalize_name(r)) for r in _names(pyproject_build_requires(text))}:
                 return True
         elif _IMPORTS_TORCH.search(text):
             return True
@@ -70,17 +70,7 @@ def turns_ninja_off(sdist: Path) -> bool:
 def build_requires(sdist: Path) -> tuple[str, ...]:
     """The build requirements the archive names, torch left out (the Target's own is installed first); setuptools and wheel
     when it names none."""
-    from bundler.lock.torchprobe import build_system_requires
-
     return build_system_requires(sdist) or DEFAULT_BUILD_REQUIRES
-
-
-def _build_system(text: str) -> list[str]:
-    try:
-        requires = toml_loads(text).get("build-system", {}).get("requires", [])
-    except ValueError:
-        return []
-    return [str(item) for item in requires] if isinstance(requires, list) else []
 
 
 def _names(lines: list[str]) -> list[str]:

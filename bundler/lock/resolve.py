@@ -80,18 +80,18 @@ def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[st
         "--no-emit-find-links",
         "--no-emit-trusted-host",
         "--no-emit-options",
-        "--index-url",
-        urls[0],
         "--cache-dir",
         f"{cache}/pip-tools",
         "--pip-args",
         pip_args,
     ]
-    for url in urls[1:]:
-        args += ["--extra-index-url", url]
-    for host in settings.trusted_hosts:
-        args += ["--trusted-host", host]
-    return args
+    return args + _index_args(urls, settings)
+
+
+def _index_args(urls: list[str], settings: PipSettings) -> list[str]:
+    """pip's options for these indexes, the first the main one, and the hosts the settings trust."""
+    args = ["--index-url", urls[0], *[option for url in urls[1:] for option in ("--extra-index-url", url)]]
+    return args + [option for host in settings.trusted_hosts for option in ("--trusted-host", host)]
 
 
 def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None = None, say=None) -> Resolution:
@@ -318,27 +318,30 @@ def _torch_probe(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, s
     None when no engine answers (static metadata is then all there is)."""
     from bundler.lock.torchprobe import ProbeSite, prepared_requirements
 
-    sites: list[ProbeSite] = []
+    sites: list[ProbeSite | None] = []  # made on the first archive; None when no engine or base image is here
+
+    def site_for(name: str) -> ProbeSite | None:
+        from bundler import engine
+        from bundler.engine import base_image
+
+        image = spec.target.base_image or spec.base_images["runtime"]
+        try:
+            client = engine.connect(engine_name, 600, why=f"{name}'s build imports torch", alternative="")
+            image_id = base_image(client, image).image_id
+        except BundlerError:
+            return None  # no engine, or the base image is not here: the archive's static metadata is all there is
+        urls = [url for _, url in indexes]
+        volumes, env = _lock_volumes(spec, settings, pairs, urls)
+        pin = f"torch=={spec.pins.get('torch', spec.target.torch)}"
+        return ProbeSite(
+            client, image, image_id, spec.target.python, pin, _index_args(urls, settings), volumes, env, cache_dir() / "container", say
+        )
 
     def probe(sdist: Path, sha256: str, name: str, version: str) -> list[str] | None:
         if not sites:
-            from bundler import engine
-            from bundler.engine import base_image
-
-            image = spec.target.base_image or spec.base_images["runtime"]
-            try:
-                client = engine.connect(engine_name, 600, why=f"{name}'s build imports torch", alternative="")
-                image_id = base_image(client, image).image_id
-            except BundlerError:
-                return None  # no engine, or the base image is not here: the archive's static metadata is all there is
-            urls = [url for _, url in indexes]
-            volumes, env = _lock_volumes(spec, settings, pairs, urls)
-            index_args = ["--index-url", urls[0], *[a for url in urls[1:] for a in ("--extra-index-url", url)]]
-            index_args += [a for host in settings.trusted_hosts for a in ("--trusted-host", host)]
-            pin = f"torch=={spec.pins.get('torch', spec.target.torch)}"
-            cache = cache_dir() / "container"
-            sites.append(ProbeSite(client, image, image_id, spec.target.python, pin, index_args, volumes, env, cache, say))
-        return prepared_requirements(sites[0], sdist, sha256, name, version, spec.target)
+            sites.append(site_for(name))
+        site = sites[0]
+        return prepared_requirements(site, sdist, sha256, name, version, spec.target) if site else None
 
     return probe
 

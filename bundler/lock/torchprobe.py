@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bundler.errors import ExternalError, LockError
-from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, archive_members, member_names, own_lines, per_torch_index, top_file
+from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, member_names, own_lines, per_torch_index, top_file
 
 PROBE_TIMEOUT_S = int(os.environ.get("BUNDLER_METADATA_PROBE_TIMEOUT", "900"))  # the first one installs torch
 Say = Callable[[str], None]
@@ -189,14 +189,18 @@ def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: in
 
 def build_system_requires(sdist: Path) -> tuple[str, ...]:
     """The archive's pyproject ``[build-system] requires`` without torch (the probe venv has the Target's own)."""
+    return tuple(line for line in pyproject_build_requires(top_file(sdist, "pyproject.toml")) if _name(line) not in ("torch", ""))
+
+
+def pyproject_build_requires(text: str) -> list[str]:
+    """A pyproject.toml's ``[build-system] requires`` ([] when it names none or does not parse)."""
     from bundler.tomlcompat import loads as toml_loads
 
-    texts = [read() for member, read in archive_members(sdist).items() if member.count("/") == 1 and member.endswith("/pyproject.toml")]
     try:
-        named = toml_loads(texts[0]).get("build-system", {}).get("requires", []) if texts else []
+        requires = toml_loads(text).get("build-system", {}).get("requires", [])
     except ValueError:
-        named = []
-    return tuple(str(line) for line in (named if isinstance(named, list) else []) if _name(str(line)) not in ("torch", ""))
+        return []
+    return [str(item) for item in requires] if isinstance(requires, list) else []
 
 
 def _name(line: str) -> str:

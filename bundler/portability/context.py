@@ -126,9 +126,8 @@ def mark_remote_variables(data: bytes, findings: list) -> None:
     for finding in findings:
         if finding.category in ("docs", "remote", "portable"):
             continue
-        line_start = start_of_line(data, finding.line)
-        line_end = data.find(b"\n", line_start)
-        line = data[line_start : len(data) if line_end == -1 else line_end].decode("utf-8", "replace")
+        line_start, line_end = line_span(data, finding.line)
+        line = data[line_start:line_end].decode("utf-8", "replace")
         match = _ASSIGNMENT.search(line[: finding.column - 1].encode("utf-8"))
         if match is None:
             continue
@@ -147,6 +146,13 @@ def start_of_line(data: bytes, line: int) -> int:
     for _ in range(line - 1):
         start = data.find(b"\n", start) + 1
     return start
+
+
+def line_span(data: bytes, line: int) -> tuple[int, int]:
+    """Where line number ``line`` starts and ends in ``data`` (its end before the newline)."""
+    start = start_of_line(data, line)
+    end = data.find(b"\n", start)
+    return start, len(data) if end == -1 else end
 
 
 def _remote_use(data: bytes, at: int) -> bool:

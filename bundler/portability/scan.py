@@ -162,9 +162,8 @@ def _dot_folders_in_home(data: bytes, found: list[Finding]) -> list[tuple[Findin
     named = []
     for finding in found:
         if finding.shape in _HOME_SHAPES and finding.category not in ("docs", *INFORMATION):
-            start = context.start_of_line(data, finding.line)
-            end = data.find(b"\n", start)
-            line = data[start : len(data) if end == -1 else end]
+            start, end = context.line_span(data, finding.line)
+            line = data[start:end]
             _, components = split_home(finding.shape, finding.text)
             after = finding.column - 1 + len(finding.text)
             first = components[0] if components else context.component_after_lookup(line.decode("utf-8", "replace"), after)
@@ -183,9 +182,7 @@ def _portable_through_variable(relative: str, data: bytes, found: list[Finding])
     for finding in found:
         if finding.shape != "home-lookup" or finding.category in ("docs", *INFORMATION):
             continue
-        start = context.start_of_line(data, finding.line)
-        end = data.find(b"\n", start)
-        end = len(data) if end == -1 else end
+        start, end = context.line_span(data, finding.line)
         line = data[start:end].decode("utf-8", "replace")
         name = homevars.assigned_name(line)
         if name is None or line[finding.column - 1 + len(finding.text) :].strip() not in ("", ")"):
@@ -204,9 +201,8 @@ def _keyword_values(data: bytes, found: list[Finding]) -> list[tuple[Finding, st
     calls = []
     for finding in found:
         if finding.shape == "absolute" and finding.category not in ("docs", *INFORMATION):
-            start = context.start_of_line(data, finding.line)
-            end = data.find(b"\n", start)
-            line = data[start : len(data) if end == -1 else end].decode("utf-8", "replace")
+            start, end = context.line_span(data, finding.line)
+            line = data[start:end].decode("utf-8", "replace")
             at = start + len(line[: finding.column - 1].encode("utf-8"))
             call = keyword_call(data, start, at)
             if call is not None:

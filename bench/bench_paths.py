@@ -143,7 +143,8 @@ def _shell_proof(root: Path, relative: str, new: str, shell: str, values) -> str
     if subprocess.run([shell, "-n"], input=new, text=True, capture_output=True, check=False).returncode:
         return "does not parse"
     with tempfile.TemporaryDirectory() as scratch:
-        (Path(scratch) / ".env.local").write_text((root / ".env.local").read_text())
+        if (root / ".env.local").is_file():  # absent where every rewrite is relative to the project
+            (Path(scratch) / ".env.local").write_text((root / ".env.local").read_text())
         script = Path(scratch) / relative
         script.parent.mkdir(parents=True, exist_ok=True)
         names = sorted(set(__import__("re").findall(r': "\$\{(\w+):=', new)))

@@ -30,7 +30,7 @@ from packaging.version import Version
 from bundler.contracts.lockformat import INDEX_OPTIONS, Pin, render_body
 from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text, sha256_file
-from bundler.image import builder, torchenv
+from bundler.image import builder, preflight, torchenv
 from bundler.image.wheelhouse import cache_root, download, find_cached
 from bundler.lock.lockfile import Lock
 from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems
@@ -49,10 +49,16 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
     _stage_project_wheels(bundle, side)
     if not side.source_builds:
         return lock, notes
-    replacements = {}
-    for item in side.source_builds:
-        plan = _torch_plan(item, lock, bundle.target, base)
-        key = target_key(bundle.target, base.reference) + (f" {plan.cache_key}" if plan else "")
+    replacements: dict[str, tuple[str, str]] = {}
+    plans = sorted(((item, _torch_plan(item, lock, bundle.target, base)) for item in side.source_builds), key=_build_order(lock))
+    checked = False
+    for item, plan in plans:
+        key = _key(bundle.target, base, plan)
+        if not checked and (plan is not None or builder.needed_compilers(_sdist(item, lock))):
+            checked = True  # the first build that compiles: what the import check would refuse is read before it
+            waiting = [i["name"] for i, p in plans[plans.index((item, plan)) :] if _cached_wheel(i, _key(bundle.target, base, p)) is None]
+            if waiting:
+                _preflight(side, lock, bundle, replacements, waiting, say)
         wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say, plan, bundle.requirements)
         recorded = item.get("wheels", {}).get(key)
         if recorded and recorded.get("sha256") != digest:
@@ -61,6 +67,52 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
             )
         replacements[item["name"]] = (item["version"], digest)
     return with_wheel_hashes(lock, replacements), notes
+
+
+def _build_order(lock: Lock):
+    """Pure Python archives first (seconds each), then those that compile, those against torch last."""
+
+    def order(pair: tuple[dict, torchenv.TorchBuildPlan | None]) -> int:
+        item, plan = pair
+        return 2 if plan is not None else 1 if builder.needed_compilers(_sdist(item, lock)) else 0
+
+    return order
+
+
+def _key(target, base, plan: torchenv.TorchBuildPlan | None) -> str:
+    return target_key(target, base.reference) + (f" {plan.cache_key}" if plan else "")
+
+
+def _preflight(side: Sidecar, lock: Lock, bundle, built: dict[str, tuple[str, str]], waiting: list[str], say) -> None:
+    """Refuse before compiling against torch what the dependency image's import check would refuse (preflight.py)."""
+    by_name = {canonicalize_name(pin.name): pin for pin in lock.pins}
+    compiled = {canonicalize_name(name) for name in waiting}
+    direct = [by_name[name] for name in sorted({canonicalize_name(d) for d in side.direct}) if name in by_name and name not in compiled]
+    shippers = preflight.provider_names()
+    provider_pins = [pin for name, pin in by_name.items() if name in shippers]
+    wanted = [_as_built(pin, built) for pin in direct + provider_pins]
+    missing = [pin for pin in wanted if find_cached(pin) is None]
+    if missing:
+        download(missing, lock.indexes, bundle.target, say=say)
+    wheels = {canonicalize_name(pin.name): found for pin in wanted if (found := find_cached(pin)) is not None}
+    providers = [
+        preflight.Provider(pin.name, pin.version, preflight.WheelModules.read(wheels[canonicalize_name(pin.name)].path))
+        for pin in provider_pins
+        if canonicalize_name(pin.name) in wheels
+    ]
+    say(f"Reading what {len(direct)} direct dependencies import from {', '.join(p.dist for p in providers)} before compiling…")
+    stale_found = [
+        stale
+        for pin in direct
+        if canonicalize_name(pin.name) in wheels and canonicalize_name(pin.name) not in shippers
+        for stale in preflight.stale_imports(pin.name, pin.version, wheels[canonicalize_name(pin.name)].path, providers)
+    ]
+    if stale_found:
+        raise preflight.refuse(stale_found, waiting, bundle.requirements)
+
+
+def _as_built(pin: Pin, built: dict[str, tuple[str, str]]) -> Pin:
+    return replace(pin, hashes=(built[pin.name][1],)) if pin.name in built else pin
 
 
 def _sidecar(lock: Lock, bundle, notes: list[str]) -> Sidecar:

@@ -36,8 +36,9 @@ _WIN_TAIL = rb"(?:" + _WIN_SEP + _WIN_NAME + rb"*)*"
 _VAR_TAIL = rb"(?:/" + _PATH_CHARS + rb"*|\\[^\s\"'`,;:()<>\[\]{}|*?=$]*)?"
 _HOME_KEY = rb"(?P<q>[\"'])(?:HOME|USERPROFILE)(?P=q)"
 
-# The system's own folders on Windows: the same on every machine, never a finding.
-WINDOWS_SYSTEM = re.compile(r"(?i)^[a-z]:[\\/]+(?:program files(?: \(x86\))?|programdata|windows)(?:[\\/]|$)")
+# The system's own folders on Windows, on the system drive: the same on every machine, never a finding. Another
+# drive's `D:\\ProgramData` or `E:\\Program Files` is where one machine's owner chose to install.
+WINDOWS_SYSTEM = re.compile(r"(?i)^c:[\\/]+(?:program files(?: \(x86\))?|programdata|windows)(?:[\\/]|$)")
 
 
 def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list[tuple[str, re.Pattern[bytes]]]:
@@ -79,7 +80,7 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
     ]
     if general:
         segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb")+"  # /scratch/${ACCOUNT}/x is absolute too
-        parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,)))")
+        parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,))|/(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_][\w.+-]*[\"']))")
         parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
         parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|$))")
     patterns = []
@@ -455,7 +456,7 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 continue  # host:path without a user: only on a copying command's line
             if group == "single" and not _single_kept(data, line_start, start, end):
                 continue
-            if group in ("absolute", "rooted", "single") and portable_absolute(data[start:end].decode("utf-8", "replace")):
+            if group in ("absolute", "rooted", "single") and portable_absolute(_joined_root(data, start, end)):
                 continue
             group = "absolute" if group == "single" else group
             if data[start - 3 : start] in OPEN_QUOTES:
@@ -467,6 +468,18 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
             chosen.append(Hit(group, start, end, data[start:end].decode("utf-8", errors="replace")))
             taken_to = end
     return chosen
+
+
+_NEXT_PART = re.compile(rb"[\"']\s*,\s*[rRuU]?[\"']([A-Za-z_][\w.+-]*)[\"']")
+
+
+def _joined_root(data: bytes, start: int, end: int) -> str:
+    """The path a hit names, with the next part of a join from the root taken in: ``join("/", "kaggle", …)`` is /kaggle."""
+    text = data[start:end].decode("utf-8", "replace")
+    if text != "/":
+        return text
+    following = _NEXT_PART.match(data, end)
+    return "/" + following.group(1).decode("utf-8", "replace") if following else text
 
 
 # GDAL's virtual file systems (/vsizip/, /vsicurl/, /vsis3/ …) chained in front of what they read:

@@ -56,6 +56,13 @@ CASES = {
         "D = r'\\d:\\w+'\n",
         [(1, "windows-drive", "code"), (2, "windows-user", "code")],
     ),
+    "windows' own folders on another drive are one owner's install": (
+        "train.bat",
+        "call D:\\ProgramData\\anaconda3\\Scripts\\activate.bat pytorch\r\n"
+        "call C:\\ProgramData\\anaconda3\\Scripts\\activate.bat pytorch\r\n"
+        '"E:\\Program Files\\Python39\\python.exe" train.py\r\n',
+        [(1, "windows-drive", "code"), (3, "windows-drive", "code")],
+    ),
     "colab drive": (
         "colab.py",
         "ROOT = '/content/drive/MyDrive/Research/data'\nTMP = '/content/sample_data'\n",

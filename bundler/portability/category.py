@@ -68,10 +68,13 @@ def _markdown(data: bytes) -> bool:
     return _HEADING.match(data) is not None and _FENCE.search(data, 0, 1 << 20) is not None
 
 
-# A line a run writes about itself: a timestamp first, a level first, or a progress bar.
+# A line a run writes about itself: a timestamp first, a level first, a progress bar, or numbers as a program
+# prints them: a float of many digits (0.4968761593770625, which no person types) or two metrics (loss: 0.12, acc=0.9).
+_METRIC = rb"\b[A-Za-z_][\w ]{0,30}?\s*[:=]\s*-?\d+(?:\.\d+)?(?:e-?\d+)?"
 _RECORD_LINE = re.compile(
     rb"\s*(?:\[?\d{2,4}[-/.]\d{2}[-/.]\d{2,4}[ T]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}\b"
-    rb"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[^\n]{0,80}\d+%\|)"
+    rb"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[^\n]{0,80}\d+%\||[^\n]*?\d\.\d{6,}"
+    rb"|[^\n]*?" + _METRIC + rb"[^\n]*?" + _METRIC + rb")"
 )
 
 

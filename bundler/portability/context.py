@@ -176,6 +176,9 @@ _ROUTE_DECORATOR = re.compile(
     rb"@[\w.]*\.(?:get|post|put|delete|patch|head|options|trace|websocket|route|api_route|websocket_route)\(\s*[rRuUbBfF]{0,2}[\"']$"
 )
 _ROUTER_PREFIX = re.compile(rb"\bprefix\s*=\s*[rRuUbBfF]{0,2}[\"']$")
+# An object path a tracker's API takes (``api.run("/team/project/runs/abc123")``, ``wandb.Api().artifact(…)``):
+# a name in the service, asked of an object whose name says API.
+_API_OBJECT = re.compile(rb"([\w.]+?)(?:\(\))?\.(?:runs?|artifacts?|sweeps?|projects?|reports?)\(\s*[rRuUbBfF]{0,2}[\"']$")
 _OPEN_ROUTER = re.compile(rb"(?i)router\([^)]*$")
 _COMMENT_LINE = re.compile(rb"[ \t]*#")
 _OPTION = re.compile(rb"[ \t]*#?[ \t]*(?:[A-Za-z_]\w*\.)+(?P<name>[A-Za-z_]\w*)[ \t]*=")
@@ -189,7 +192,8 @@ def web_name(name: bytes) -> bool:
 
 def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     """A path that is an HTML attribute's value (``<img src="/users/x">``), a URI's or a route's (``@app.route("/a/b")``)
-    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``).
+    is a web address, not a folder; so is a Hydra config group in a defaults list (``- override /hydra/launcher: x``)
+    and an object path an API takes (``api.run("/team/project/runs/id")``).
     ``src`` names a web path only inside a tag: a variable named so holds a source folder."""
     window = max(line_start, start - 40)
     attribute = _WEB_ATTRIBUTE.search(data, window, start)
@@ -202,6 +206,9 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     if compared is not None and web_name(compared.group(1)):
         return True  # request.url.path.startswith("/api/"): a web address's prefix
     if _ROUTE_DECORATOR.search(data, max(line_start, start - 80), start) is not None:
+        return True
+    api = _API_OBJECT.search(data, max(line_start, start - 80), start)
+    if api is not None and "api" in name_words(api.group(1).decode("utf-8", "replace")):
         return True
     if _ROUTER_PREFIX.search(data, max(line_start, start - 40), start) and _OPEN_ROUTER.search(data, max(0, start - 300), start):
         return True

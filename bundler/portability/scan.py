@@ -24,7 +24,7 @@ from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, boundary_before, line_
 from bundler.portability import context, homevars, rooted, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
-from bundler.portability.notebook import DATA, MARKDOWN, NotebookLocator, cell_types
+from bundler.portability.notebook import DATA, MARKDOWN, SOURCE, NotebookLocator, cell_types
 from bundler.portability.tails import TailParameters, keyword_call
 from bundler.portability.walk import WalkEntry, generated_file, walk
 
@@ -43,9 +43,10 @@ _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|privat
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
 _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
-    rb"/(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/)|(?<=\xe2\x80[\x98\x9c]/)|(?<=\\u201[8c]/))"
+    rb"/(?:(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/)|(?<=\xe2\x80[\x98\x9c]/)|(?<=\\u201[8c]/))"
     + PORTABLE_LOOKAHEAD
     + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|\Z)"
+    + rb"|(?<=[\"']/)(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_]))"  # join("/", "kaggle", …): the root, then its parts
 )
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
@@ -130,7 +131,7 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
     result.findings += scanner.rooted_findings(result)
-    made = _in_home_folders_made(scanner.home_dot_folders)
+    made = _in_home_folders_made(scanner.home_dot_folders + scanner.configured_folders_made())
     tails = _tails_dropped(result, scanner)
     if scanner.container_folders or made or tails:  # paths under the project's own container layout are the container's
         result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders, scanner.container_homes)]
@@ -157,7 +158,7 @@ def _declares_containers(relative: str) -> bool:
 _HOME_SHAPES = ("tilde", "home-var", "home-lookup")
 
 
-def _dot_folders_in_home(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, bool]]:
+def _dot_folders_in_home(data: bytes, found: list[Finding], shell: bool) -> list[tuple[Finding, str, bool]]:
     """(finding, the dot folder right in the home it names, whether its line creates it) for each such finding."""
     named = []
     for finding in found:
@@ -168,10 +169,23 @@ def _dot_folders_in_home(data: bytes, found: list[Finding]) -> list[tuple[Findin
             after = finding.column - 1 + len(finding.text)
             first = components[0] if components else context.component_after_lookup(line.decode("utf-8", "replace"), after)
             if first and first.startswith("."):
-                expanded = finding.shape == "home-lookup" or b"expanduser(" in line
+                expanded = finding.shape == "home-lookup" or b"expanduser(" in line or (shell and finding.shape == "home-var")
                 target = homevars.assigned_name(line.decode("utf-8", "replace")) if expanded else None
                 creates = context.makes_folder(line) or (target is not None and homevars.made_later(data, start + len(line), target))
                 named.append((finding, first, creates))
+    return named
+
+
+def _config_dot_folders(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, str]]:
+    """(finding, dot folder, key) for a config value that is a whole dot folder in the home (``base_dir: ~/.x``)."""
+    named = []
+    for finding in found:
+        if finding.shape == "tilde" and finding.category not in ("docs", *INFORMATION):
+            _, components = split_home(finding.shape, finding.text)
+            start, end = context.line_span(data, finding.line)
+            key = homevars.config_key(data[start:end].decode("utf-8", "replace"))
+            if key and len(components) == 1 and components[0].startswith("."):
+                named.append((finding, components[0], key))
     return named
 
 
@@ -300,6 +314,8 @@ class Scanner:
         self._exists_cache: dict[str, bool] = {}
         self.rooted: list[tuple[rooted.Assignment, bytes]] = []  # NAME = "/folder" statements, with their file's text
         self.path_heads: set[str] = set()  # the names Python code builds paths on
+        self.config_dot_folders: list[tuple[Finding, str, str]] = []  # (finding, dot folder, the config key holding it)
+        self.expanded_and_made: set[str] = set()  # names Python code expands as a home path and makes folders with
 
     # --- one entry of the walk ---------------------------------------------------------
 
@@ -353,6 +369,7 @@ class Scanner:
         if relative.endswith(PYTHON_SUFFIXES):
             self.python_files.append(path)
             self.path_heads |= rooted.path_heads(data)
+            self.expanded_and_made |= homevars.expanded_and_made(data)
             self.rooted += [(a, data) for a in rooted.assignments(relative, data)]
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
@@ -379,7 +396,10 @@ class Scanner:
         if relative.endswith(PYTHON_SUFFIXES):
             self.tail_candidates += _keyword_values(data, found)
         if any(f.shape in _HOME_SHAPES for f in found):
-            self.home_dot_folders += _dot_folders_in_home(data, found)
+            script = shell.interpreter(relative, data[:200].decode("utf-8", "replace")) is not None
+            self.home_dot_folders += _dot_folders_in_home(data, found, script)
+            if category == "config":
+                self.config_dot_folders += _config_dot_folders(data, found)
             if relative.endswith(PYTHON_SUFFIXES):
                 found += _portable_through_variable(relative, data, found)
         if b"scp" in data or b"rsync" in data or b"ssh" in data:
@@ -461,7 +481,7 @@ class Scanner:
             kind = place.notebook.kind_at(hit.start)
             if kind == DATA:
                 return None
-            if kind == MARKDOWN:
+            if kind == MARKDOWN or (kind == SOURCE and place.notebook.in_bare_string(hit.start)):
                 category = "docs"
         if shape == "tilde" and context.system_home_tilde(hit.text):
             return None
@@ -543,6 +563,10 @@ class Scanner:
             after = data[end : data.find(b"\n", end) if b"\n" in data[end:] else len(data)]
             return context.portable_component(context.component_after_lookup(after.decode("utf-8", "replace"), 0))
         return False
+
+    def configured_folders_made(self) -> list[tuple[Finding, str, bool]]:
+        """The dot folders config values name whose key the project's Python code expands and makes folders with."""
+        return [(finding, first, True) for finding, first, key in self.config_dot_folders if key in self.expanded_and_made]
 
     def rooted_findings(self, result: ScanResult) -> list[Finding]:
         """A folder right under / kept in a variable (``FS = "/checkpoint"``) that code builds paths on is one machine's."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 # A command substitution, $(whoami) or `id -un`: an interpolation like $USER.
 _COMMAND = rb"(?:\$\([A-Za-z_][\w -]*\)|`[A-Za-z_][\w -]*`)"
 # A name, a variable, a command substitution or an f-string field.
-_USER = rb"(?:[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|\{[A-Za-z_][\w.]*(?:\(\))?\})"
+_USER = rb"(?:\*|[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|\{[A-Za-z_][\w.]*(?:\(\))?\})"
 _PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"
 _UNIX_TAIL = rb"(?:/" + _PATH_CHARS + rb"*)*"
 _WIN_SEP = rb"(?:\\\\|\\|//?)"  # one or two of either: C:\\Users, C://Users//name

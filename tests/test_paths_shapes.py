@@ -192,8 +192,9 @@ def test_generated_and_tool_files_are_skipped_unless_asked_for(tmp_path):
         "real.py": "P = '/home/ab/real'\n",
     }
     root = build_tree(tmp_path / "p", files)
-    assert {f.file for f in paths.scan(root).findings} == {"real.py", ".vscode/settings.json"}  # editor settings: the project's
-    assert {s.file for s in paths.scan(root).skipped} == {"ext/nms.c", ".idea/", "build/", "pkg.egg-info/"}
+    editors = {".vscode/settings.json", ".idea/workspace.xml"}  # editor settings: the project's
+    assert {f.file for f in paths.scan(root).findings} == {"real.py"} | editors
+    assert {s.file for s in paths.scan(root).skipped} == {"ext/nms.c", "build/", "pkg.egg-info/"}
     assert {f.file for f in paths.scan(root, include_generated=True).findings} == set(files)
     completed = run_cli("paths", str(root), "--include-generated", "--json")
     assert {f["file"] for f in json.loads(completed.stdout)["findings"]} == set(files)

@@ -16,8 +16,12 @@ DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".html",
 DOCS_DIRS = frozenset({"docs", "doc", "logs", "log"})
 LIST_SUFFIXES = frozenset({".txt", ".lst", ".list", ".csv", ".tsv", ".flist", ".scp"})
 # What a run writes about itself: a log (``run.log``, ``train.log.txt``, ``x.log.1``), a scheduler's
-# capture (``slurm-123.out``, ``job.e4567``, ``nohup.out``), and every file of a tracker's run folder.
-_RUN_OUTPUT_NAME = re.compile(r"(?i)\.log(?:\.txt|\.\d+)?$|\.(?:out|err|stdout|stderr)$|\.[eo]\d+$")
+# capture (``slurm-123.out``, ``job.e4567``, ``nohup.out``, ``error_5732569.txt`` named by its job id), and every
+# file of a tracker's run folder.
+_RUN_OUTPUT_NAME = re.compile(
+    r"(?i)\.log(?:\.txt|\.\d+)?$|\.(?:out|err|stdout|stderr)$|\.[eo]\d+$"
+    r"|(?:^|[._-])(?:error|errors|err|output|out|stdout|stderr|slurm|job|log)[._-]\d{5,}\.txt$"  # --error=error_%j.txt
+)
 _RUN_FOLDERS = frozenset({"mlruns", ".hydra", "lightning_logs"})  # MLflow's, Hydra's, Lightning's records
 _WANDB_RUN = re.compile(r"(?:offline-)?run-\d{8}_\d{6}-\w+")  # wandb/run-20260213_171349-9hbsldn1/
 
@@ -74,6 +78,7 @@ _METRIC = rb"\b[A-Za-z_][\w ]{0,30}?\s*[:=]\s*-?\d+(?:\.\d+)?(?:e-?\d+)?"
 _RECORD_LINE = re.compile(
     rb"\s*(?:\[?\d{2,4}[-/.]\d{2}[-/.]\d{2,4}[ T]\d{1,2}:\d{2}|\[?\d{1,2}:\d{2}:\d{2}\b"
     rb"|\[?(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b|[^\n]{0,80}\d+%\||[^\n]*?\d\.\d{6,}"
+    rb"|Traceback \(most recent call last\)|File \"[^\"\n]+\", line \d+|[A-Z]\w*(?:Error|Warning|Exception):"  # Python's
     rb"|[^\n]*?" + _METRIC + rb"[^\n]*?" + _METRIC + rb")"
 )
 

@@ -80,8 +80,15 @@ def remote_lines(data: bytes) -> Spans:
     return Spans(spans)
 
 
+# A deployment's server side as an IDE keeps it (PyCharm's <mapping deploy="/srv/x" local="$PROJECT_DIR$"/>,
+# remote interpreters' remoteRoot): the folder on the machine the project is uploaded to.
+_SERVER_SIDE = re.compile(rb"""\b(?:deploy|remoteRoot|remote-root|remotePath|REMOTE_ROOT)\s*=\s*["']$""")
+
+
 def is_remote(data: bytes, line_start: int, start: int) -> bool:
-    """``user@host:path``, or a path in a command that ``ssh`` runs on another machine."""
+    """``user@host:path``, a path in a command that ``ssh`` runs on another machine, or a deployment's server side."""
+    if _SERVER_SIDE.search(data, max(line_start, start - 30), start):
+        return True
     word = start
     while word > line_start and data[word - 1] not in b" \t\"'`=(,[":
         word -= 1
@@ -205,7 +212,7 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     compared = _PREFIX_OF.search(data, max(line_start, start - 80), start)
     if compared is not None and web_name(compared.group(1)):
         return True  # request.url.path.startswith("/api/"): a web address's prefix
-    if _ROUTE_DECORATOR.search(data, max(line_start, start - 80), start) is not None:
+    if _ROUTE_DECORATOR.search(data, max(0, start - 200), start) is not None:  # @app.get(\n    "/v1/models", …) too
         return True
     api = _API_OBJECT.search(data, max(line_start, start - 80), start)
     if api is not None and "api" in name_words(api.group(1).decode("utf-8", "replace")):
@@ -256,10 +263,16 @@ def system_home_tilde(text: str) -> bool:
 _REGEX_LITERAL = re.compile(rb"(?:(?<=\()/[^/\s]+/[gimsuyd]{1,4}(?=[,)])|(?<=`)/[^/\s`]+/[gimsuyd]{1,4}(?=`))")
 
 
+# An XPath: XInclude's xpointer(/Xdmf/Domain/…), XSLT's select="/root/x", an attribute named for it.
+_XPATH_BEFORE = re.compile(rb"""(?:\bxpointer\(|\b(?:select|match|xpath|XPath)\s*=\s*["'])$""")
+
+
 def markup_or_regex(data: bytes, start: int) -> bool:
-    """Is the text at ``start`` a closing tag (``</root>``) or a JavaScript regular expression
-    (``s.replace(/England/g, …)``): text written with slashes, never a folder?"""
+    """Is the text at ``start`` a closing tag (``</root>``), a JavaScript regular expression
+    (``s.replace(/England/g, …)``) or an XPath (``xpointer(/Xdmf/Domain)``): text written with slashes, never a folder?"""
     if start > 0 and data[start - 1] == 0x3C:  # <
+        return True
+    if _XPATH_BEFORE.search(data, max(0, start - 12), start):
         return True
     return _REGEX_LITERAL.match(data, start) is not None
 

@@ -146,6 +146,16 @@ def renumber(fixed: FixResult, rescanned: paths.ScanResult) -> None:
                 item["line"], item["column"] = place.line, place.column
 
 
+# A parameter the helper reads in a rewritten cell, as the notebook's JSON holds it: param_path(\"NAME\", …), or
+# param_path('NAME', …) inside an f-string.
+_HELPER_READ = re.compile(r"""param_path\(\s*\\*["']([A-Za-z_]\w*)\\*["']""")
+
+
+def _parameters_read(text: str) -> set[str]:
+    """The parameters the helper is asked for: a name in the code (``TEST_ROOT = …``) is not a parameter read."""
+    return set(_HELPER_READ.findall(text))
+
+
 def _unwritable_refused(plan: _Plan, values: dict[str, str], root: Path) -> _Plan:
     """``plan``, or its refusal when a parameter it reads has a value no .env.local line carries
     exactly, or when the helper it imports would replace a file of that name bundler did not write."""
@@ -252,8 +262,7 @@ class _Context:
         # The whole notebook as it would be written, proven again as the cells were: one proof, never skipped.
         prefixes = [json_unescaped(f.text[: f.prefix_length]) for f in findings if f.project_relative is not None and f.prefix_length]
         problem = notebook_problem(text, new, self.values, prefixes) if new != text else None
-        names = {n for n in self.values if re.search(rf"\b{n}\b", new) and not re.search(rf"\b{n}\b", text)}
-        return self._finish(relative, text, new, fixed, left, problem, names, helper)
+        return self._finish(relative, text, new, fixed, left, problem, _parameters_read(new) - _parameters_read(text), helper)
 
     def _shell(self, relative: str, text: str, findings, shell: str) -> _Plan:
         body, edits, left = rewrite_shell(text, findings)

@@ -34,8 +34,9 @@ SKIP_DIRS = frozenset(
 # Generated or tool folders: skipped by default, scanned with --include-generated. A tracker's
 # run folder (wandb/, mlruns/, lightning_logs/) is not one: it is captured output, which names
 # the machine the run was on, and a project's own config folder may be called wandb/ too.
-# An editor's settings (.vscode/settings.json) are the project's own files, with its interpreter's path.
-GENERATED_DIRS = frozenset({"build", "dist", ".idea", ".eggs", "site-packages"})
+# An editor's settings (.vscode/settings.json, .idea/'s workspace and deployments) are the project's own files,
+# with its interpreter's path and its deployment servers.
+GENERATED_DIRS = frozenset({"build", "dist", ".eggs", "site-packages"})
 GENERATED_DIR_SUFFIXES = (".egg-info", ".dist-info")
 # .env.local holds the original machine-specific values on purpose (see fix.py).
 SKIP_FILES = frozenset({".env.local"})

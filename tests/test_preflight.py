@@ -94,6 +94,8 @@ def test_a_module_the_table_says_was_dropped_counts_only_where_the_lock_pins_a_r
     found = preflight.stale_imports("oldpkg", "1.0", wheel(tmp_path, "oldpkg", files), [new])
     assert [(s.module, s.provider, s.dropped_in) for s in found] == [("pkg_resources", "setuptools 82.0.0", "82")]
     assert preflight.stale_imports("oldpkg", "1.0", wheel(tmp_path, "oldpkg", files), [old]) == []
+    hint = preflight.refuse(found, ["fastops"], "requirements.in").hint
+    assert hint.startswith("Pin `setuptools<82` in requirements.in (torch needs setuptools>=77")
 
 
 def test_the_refusal_names_the_package_the_file_the_cause_and_a_route(tmp_path):

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.contracts.syslibs import bundle_line
 from bundler.engine import BaseImage, Engine, EngineFailure, Mount, RunSpec
 from bundler.errors import BuildError, ExternalError
 from bundler.image.context import write_dockerfile_context
@@ -31,6 +32,7 @@ from bundler.image.steps import EngineBuildError, run_engine_build
 from bundler.image.torchenv import TorchBuildPlan
 from bundler.lock.torchbuild import ARCHIVE_ERRORS, NEEDS_GPU_COMPILER, NINJA_STEP, compile_command, own_lines, read_member_names
 from bundler.pipsettings import container_pip, host_pip_settings
+from bundler.target.syspackages import build_needs
 
 BUILDER_REPOSITORY = "bundler/builder"
 BUILDER_LABEL = f"{LABEL_PREFIX}.builder.key"
@@ -114,6 +116,14 @@ def builder_image(engine: Engine, base: BaseImage, python: str, packages: list[s
                 "Debian or Ubuntu and its mirror reachable from a build.",
                 value=base.reference,
             ) from None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a refusal's hint names: the lock's input file and the system packages the builder already has."""
+
+    requirements: str = "requirements.in"
+    system_packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,10 +217,10 @@ def build_in_container(
     version: str,
     say: Say,
     against: AgainstTorch | None = None,
-    input_name: str = "requirements.in",
+    inputs: Inputs = Inputs(),
 ) -> tuple[Path, str]:
     """``pip wheel`` of ``sdist`` in ``image``; (the wheel, in a folder the caller removes; the log).
-    ``input_name``: the lock's input (bundle.toml [build] requirements), named in the refusal's hint."""
+    ``inputs``: the lock's input (bundle.toml [build] requirements) and system packages, named in the refusal's hint."""
     out = Path(tempfile.mkdtemp(prefix="bundler-wheel-"))
     env, mounts = _builder_mounts(sdist.parent, out)
     script = _wheel_script(python, f'"/in/{sdist.name}"')
@@ -232,7 +242,7 @@ def build_in_container(
     code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}", progress)
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
-        raise build_failure(name, version, sdist, code, log, against, input_name)
+        raise build_failure(name, version, sdist, code, log, against, inputs)
     if progress is not None:
         say(f"Built {wheels[0].name} in {progress.elapsed()}.")
     return wheels[0], log
@@ -343,33 +353,60 @@ def project_build_failure(name: str, code: int, log: str, wheels: int) -> Except
 
 
 def build_failure(
-    name: str, version: str, sdist: Path, code: int, log: str, against: AgainstTorch | None = None, input_name: str = "requirements.in"
+    name: str, version: str, sdist: Path, code: int, log: str, against: AgainstTorch | None = None, inputs: Inputs = Inputs()
 ) -> Exception:
     unreachable = _unreachable(f"{name}=={version} from {sdist.name}", name, log)
     if unreachable is not None:
         return unreachable
     tail = _log_tail(log)
-    header = re.search(r"fatal error: ([\w./+-]+\.h): No such file", log)
+    header = re.search(r"fatal error: ([\w./+-]+): No such file", log)
+    needs = build_needs(log)
     why = (
-        f"it needs the headers of a system library ({header.group(1)}) that the builder does not have"
+        "it needs " + ", ".join(f"{what} (Debian's {package})" for what, package in needs) + ", which the builder does not have"
+        if needs
+        else f"it needs the headers of a system library ({header.group(1)}) that the builder does not have"
         if header
         else "the build ran past its time limit"
         if code == -1
         else f"the build exited {code}"
     )
+    system = _system_route(needs, inputs)
     if against is not None:
-        return torch_build_failure(name, version, sdist, why, own_lines(log), against, bool(NEEDS_GPU_COMPILER.search(log)), code == -1)
+        return torch_build_failure(
+            name, version, sdist, why, own_lines(log), against, bool(NEEDS_GPU_COMPILER.search(log)), code == -1, system
+        )
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
-        hint=f"Use a release of {name} that publishes a wheel for the Target (pin it in {input_name}, then `bundler lock`), or "
+        hint=system
+        + f"Use a release of {name} that publishes a wheel for the Target (pin it in {inputs.requirements}, then `bundler lock`), or "
         f"build the wheel where it builds (`pip wheel --no-deps {name}=={version} -w wheels/`) and list `./wheels/<the file>.whl` in "
-        f"{input_name}: bundler then locks and installs that file.",
+        f"{inputs.requirements}: bundler then locks and installs that file.",
         value=name,
     )
 
 
+def _system_route(needs: list[tuple[str, str]], inputs: Inputs) -> str:
+    """The one bundle.toml line that gives the builder (and the image) what the log asks for; "" when nothing is known."""
+    missing = [package for _, package in needs if package not in inputs.system_packages]
+    if not missing:
+        return ""
+    line = bundle_line(list(inputs.system_packages) + missing)
+    return (
+        f"In bundle.toml's [build], {line}: bundler installs them in the builder, so the build finds them, and in the image "
+        "(a -dev package brings the library it needs at run time); then `bundler build`. Otherwise: "
+    )
+
+
 def torch_build_failure(
-    name: str, version: str, sdist: Path, why: str, tail: str, against: AgainstTorch, needs_gpu_compiler: bool, timed_out: bool = False
+    name: str,
+    version: str,
+    sdist: Path,
+    why: str,
+    tail: str,
+    against: AgainstTorch,
+    needs_gpu_compiler: bool,
+    timed_out: bool = False,
+    system: str = "",
 ) -> BuildError:
     """A failed build against torch: the package's own last lines and the routes (wheels, the devel base, a system package)."""
     plan = against.plan
@@ -385,10 +422,12 @@ def torch_build_failure(
     elif needs_gpu_compiler:
         routes.append(f"check that the devel base {plan.base} has the compiler and headers its log asks for")
     routes.append(f"pin a release of {name} that publishes a wheel for {plan.torch}")
-    routes.append("when its log asks for a header, add the system package that provides it to the base image")
+    if not system:
+        routes.append("when its log asks for a header, add the Debian package that provides it to bundle.toml's [build] system_packages")
+    joined = "; or ".join(routes)
     return BuildError(
         f"{name}=={version} did not build from {sdist.name} against {plan.torch} on {plan.base}: {why}. Its last lines:\n  {tail}",
-        hint="; or ".join(routes)[0].upper() + "; or ".join(routes)[1:] + ". Or build the wheel where it builds (`pip wheel "
+        hint=system + joined[0].upper() + joined[1:] + ". Or build the wheel where it builds (`pip wheel "
         f"--no-build-isolation --no-deps {name}=={version} -w wheels/` with the Target's torch installed) and list "
         "`./wheels/<the file>.whl` in requirements.in.",
         value=name,

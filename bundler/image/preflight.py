@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from bundler.contracts.dropped import DROPPED
+from bundler.contracts.dropped import DROPPED, pin_that_ships
 from bundler.errors import BuildError
 
 _SOURCE = (".py",)
@@ -248,7 +248,19 @@ def refuse(found: list[Stale], waiting: list[str], input_name: str) -> BuildErro
         f"the import check would refuse the dependency image, so nothing was compiled ({', '.join(waiting)} not built): "
         + "; ".join(lines)
         + f". Importing {first.dist} fails whatever else is installed: {why}.",
-        hint=f"Pin a release of {first.dist} made for {first.provider} in {input_name}, or a release of {provider} that still ships "
-        f"{first.module}; then `bundler lock` and `bundler build`.",
+        hint=_route(first, provider, input_name),
         value=first.dist,
+    )
+
+
+def _route(first: Stale, provider: str, input_name: str) -> str:
+    if first.dropped_in:  # the table knows the last releases that ship it, and what else constrains the pin
+        _, _, note = DROPPED[first.module.split(".")[0]]
+        return (
+            f"Pin `{pin_that_ships(first.module)}` in {input_name} ({note}), or a release of {first.dist} that no longer imports "
+            f"{first.module}; then `bundler lock` and `bundler build`."
+        )
+    return (
+        f"Pin a release of {first.dist} made for {first.provider} in {input_name}, or a release of {provider} that still ships "
+        f"{first.module}; then `bundler lock` and `bundler build`."
     )

@@ -59,7 +59,7 @@ def prepare(lock: Lock, bundle, engine, base, say=lambda text: None) -> tuple[Lo
             waiting = [i["name"] for i, p in plans[plans.index((item, plan)) :] if _cached_wheel(i, _key(bundle.target, base, p)) is None]
             if waiting:
                 _preflight(side, lock, bundle, replacements, waiting, say)
-        wheel, digest = _wheel_for(item, key, lock, bundle.target, engine, base, say, plan, bundle.requirements)
+        wheel, digest = _wheel_for(item, key, lock, bundle, engine, base, say, plan)
         recorded = item.get("wheels", {}).get(key)
         if recorded and recorded.get("sha256") != digest:
             notes.append(
@@ -208,9 +208,8 @@ def _against_torch(plan: torchenv.TorchBuildPlan, lock: Lock, target) -> builder
     return builder.AgainstTorch(plan, wheels, constraints, cache_root())
 
 
-def _wheel_for(
-    item: dict, key: str, lock: Lock, target, engine, base, say, plan=None, input_name: str = "requirements.in"
-) -> tuple[Path, str]:
+def _wheel_for(item: dict, key: str, lock: Lock, bundle, engine, base, say, plan=None) -> tuple[Path, str]:
+    target = bundle.target
     cached = _cached_wheel(item, key)
     if cached is not None:
         return cached
@@ -220,9 +219,13 @@ def _wheel_for(
         from bundler.engine import base_image
 
         base = base_image(engine, against.plan.base, say=say)  # the devel base: nvcc / hipcc
-    image = builder.builder_image(engine, base, f"python{target.python}", builder.needed_compilers(sdist), say)
+    compilers = builder.needed_compilers(sdist)
+    system = list(bundle.system_packages) if compilers else []  # what it compiles against: the headers the bundle installs
+    image = builder.builder_image(engine, base, f"python{target.python}", sorted(set(compilers) | set(system)), say)
     python = f"python{target.python}"
-    wheel, _ = builder.build_in_container(engine, image, python, sdist, item["name"], item["version"], say, against, input_name)
+    wheel, _ = builder.build_in_container(
+        engine, image, python, sdist, item["name"], item["version"], say, against, builder.Inputs(bundle.requirements, tuple(system))
+    )
     try:
         _check_wheel(wheel, item, target)
         digest = sha256_file(wheel)

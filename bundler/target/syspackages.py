@@ -92,3 +92,7 @@ def package_for_program(program: str) -> str:
 
 def package_for_message(error: str) -> tuple[str, str]:
     return syslibs.package_for_message(provides(), error)
+
+
+def build_needs(log: str) -> list[tuple[str, str]]:
+    return syslibs.build_needs(provides(), log)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-SECTIONS = ("libraries", "programs", "messages")
+SECTIONS = ("libraries", "programs", "messages", "headers", "pkgconfig", "build_programs")
 _SONAME_STEM = re.compile(r"^(.+?\.so)(?:\.[0-9.]*)?$")
 _MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
 
@@ -37,6 +37,33 @@ def missing_library(error: str) -> str:
     """The shared library a loader error names ("libGL.so.1: cannot open shared object file" -> libGL.so.1); "" if none."""
     match = _MISSING_LIBRARY.search(error)
     return match.group(1) if match else ""
+
+
+_MISSING_HEADER = re.compile(r"fatal error: ([\w./+-]+): No such file or directory")
+_MISSING_MODULE = re.compile(
+    r"Package '?([\w.+-]+?)'?,? (?:required by '[^'\n]*', not found|was not found in the pkg-config search path)"
+    r"|No package '([\w.+-]+)' found"
+)
+_MISSING_PROGRAM = re.compile(r"(?<![\w.+-])([\w.+-]+)(?::| executable)? (?:command )?not found|No such file or directory: '([\w.+-]+)'")
+
+
+def build_needs(table: dict, log: str) -> list[tuple[str, str]]:
+    """(what a source build's log says it lacks, the Debian package with it), once per package, in the log's order:
+    a header the compiler names, a module pkg-config cannot find, a configuration program the setup runs."""
+    found: dict[str, str] = {}
+    hits = [(m.start(), f"the header {m.group(1)}", table["headers"].get(m.group(1), "")) for m in _MISSING_HEADER.finditer(log)]
+    hits += [
+        (m.start(), f"pkg-config's {m.group(1) or m.group(2)}", table["pkgconfig"].get(m.group(1) or m.group(2), ""))
+        for m in _MISSING_MODULE.finditer(log)
+    ]
+    hits += [
+        (m.start(), f"the program {m.group(1) or m.group(2)}", table["build_programs"].get(m.group(1) or m.group(2), ""))
+        for m in _MISSING_PROGRAM.finditer(log)
+    ]
+    for _, what, package in sorted(hits):
+        if package and package not in found.values():
+            found[what] = package
+    return list(found.items())
 
 
 def bundle_line(packages: list[str]) -> str:

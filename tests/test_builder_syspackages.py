@@ -1,0 +1,113 @@
+"""A source build that lacks a system library's headers: the log read for the Debian package, and
+[build] system_packages installed in the builder so the one line the hint gives mends the build."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from types import SimpleNamespace
+
+import pytest
+
+from bundler.contracts import syslibs
+from bundler.errors import BuildError
+from bundler.fsutil import sha256_file
+from bundler.image import builder, wheelbuild
+from bundler.target.syspackages import build_needs, provides
+
+# Lines as the tools print them: gcc, pkg-config (two generations), sh and bash, Python's subprocess.
+LOGS = {
+    "src/pyaudio/device_api.c:9:10: fatal error: portaudio.h: No such file or directory": [("the header portaudio.h", "portaudio19-dev")],
+    "Package 'libavformat', required by 'virtual:world', not found\nPackage 'libavcodec', required by 'virtual:world', not found": [
+        ("pkg-config's libavformat", "libavformat-dev"),
+        ("pkg-config's libavcodec", "libavcodec-dev"),
+    ],
+    "Package sndfile was not found in the pkg-config search path.\nNo package 'sndfile' found": [
+        ("pkg-config's sndfile", "libsndfile1-dev")
+    ],
+    "/bin/sh: 1: gdal-config: not found\nFileNotFoundError: [Errno 2] No such file or directory: 'pg_config'": [
+        ("the program gdal-config", "libgdal-dev"),
+        ("the program pg_config", "libpq-dev"),
+    ],
+    "x.cpp:3:10: fatal error: Eigen/Core: No such file or directory": [("the header Eigen/Core", "libeigen3-dev")],
+    "fatal error: our_own_thing.h: No such file or directory\nerror: command 'gcc' failed": [],
+}
+
+
+@pytest.mark.parametrize("log, expected", list(LOGS.items()))
+def test_what_a_build_log_lacks_is_read_as_the_debian_package_that_has_it(log, expected):
+    assert build_needs(log) == expected
+
+
+def test_the_tables_sections_all_name_debian_packages():
+    table = provides()
+    names = [package for section in ("headers", "pkgconfig", "build_programs") for package in table[section].values()]
+    assert names and all(syslibs.bundle_line([name]) == f'system_packages = ["{name}"]' for name in names)
+    assert all(name == name.lower() and " " not in name for name in names)
+
+
+def test_the_refusal_gives_the_one_line_with_the_packages_already_listed():
+    log = "src/x.c:2:10: fatal error: sndfile.h: No such file or directory\ncompilation terminated."
+    error = builder.build_failure("pysnd", "1.0", _path("pysnd-1.0.tar.gz"), 1, log, None, builder.Inputs("requirements.in", ("libgl1",)))
+    assert "it needs the header sndfile.h (Debian's libsndfile1-dev), which the builder does not have" in error.message
+    assert error.hint.startswith('In bundle.toml\'s [build], system_packages = ["libgl1", "libsndfile1-dev"]: bundler installs them')
+    listed = builder.build_failure("pysnd", "1.0", _path("pysnd-1.0.tar.gz"), 1, log, None, builder.Inputs("r.in", ("libsndfile1-dev",)))
+    assert "system_packages" not in listed.hint  # already there: the line would not mend it
+
+
+def _path(name):
+    from pathlib import Path
+
+    return Path("/cache") / name
+
+
+SETUP = """from setuptools import Extension, setup
+setup(name="sndver", version="1.0", ext_modules=[Extension("sndver", ["sndver.c"], libraries=["sndfile"])])
+"""
+SOURCE = """#include <Python.h>
+#include <sndfile.h>
+static PyObject *version(PyObject *self, PyObject *args) { return PyUnicode_FromString(sf_version_string()); }
+static PyMethodDef methods[] = {{"version", version, METH_NOARGS, ""}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "sndver", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_sndver(void) { return PyModule_Create(&module); }
+"""
+
+
+def _sdist(folder):
+    path = folder / "sndver-1.0.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in {
+            "setup.py": SETUP,
+            "sndver.c": SOURCE,
+            "PKG-INFO": "Metadata-Version: 2.1\nName: sndver\nVersion: 1.0\n",
+        }.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"sndver-1.0/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_build_lacking_headers_is_refused_with_the_line_and_builds_with_it(tmp_path, monkeypatch, docker_engine, debian_python_image):
+    from bundler.engine import base_image
+
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path / "cache"))
+    sdist = _sdist(tmp_path)
+    digest = sha256_file(sdist)
+    wheelbuild.store(sdist, digest)
+    item = {"name": "sndver", "version": "1.0", "sdist": sdist.name, "sdist_sha256": digest}
+    lock = SimpleNamespace(pins=(), indexes=[])
+    base = base_image(docker_engine, debian_python_image)
+
+    def bundle(*packages):
+        target = SimpleNamespace(python="3.11", platform="linux_x86_64")
+        return SimpleNamespace(target=target, requirements="requirements.in", system_packages=packages)
+
+    with pytest.raises(BuildError) as refused:
+        wheelbuild._wheel_for(item, "k1", lock, bundle(), docker_engine, base, lambda line: None)
+    assert "the header sndfile.h (Debian's libsndfile1-dev)" in refused.value.message
+    assert 'system_packages = ["libsndfile1-dev"]' in refused.value.hint
+    wheel, wheel_digest = wheelbuild._wheel_for(item, "k2", lock, bundle("libsndfile1-dev"), docker_engine, base, lambda line: None)
+    assert wheel.name.startswith("sndver-1.0-cp311-cp311-linux_x86_64") and sha256_file(wheel) == wheel_digest

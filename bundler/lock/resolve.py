@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from bundler.errors import BundlerError, ExternalError, LockError
 from bundler.lock.hashes import hash_body, project_files
+from bundler.lock.pinfiles import check_exact_pins
 from bundler.lock.piplog import resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN, project_index
 from bundler.lock.spec import LockSpec
@@ -112,6 +113,7 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
     indexes = resolution_indexes(spec, settings, pairs)
     probe_indexes(spec, settings, pairs)
     started = time.monotonic()
+    early_notes = check_exact_pins(spec, say)
     kept_pins = bool(previous_body) and not upgrade
     with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
         # the project's own wheels, as an index of their own: resolved and hashed, never recorded
@@ -123,7 +125,7 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
             return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes)
 
         attempt = attempt_with(previous_body if kept_pins else None)
-        notes, retried = [], False
+        notes, retried = early_notes, False
         if attempt.code != 0 and kept_pins and _conflict(attempt.log):
             notes.append(
                 f"the previous lock's pins conflicted with {spec.bundle.requirements}, so everything was resolved again (as --upgrade does)"

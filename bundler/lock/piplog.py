@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from bundler.contracts.dropped import pin_that_ships
 from bundler.errors import ExternalError, LockError
 from bundler.lock.spec import LockSpec
@@ -59,9 +61,9 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
     if needs_torch is not None:
         name, version = needs_torch
         return unpreparable(name, version, spec.target, "no release of it that the requirements allow could stand in for its build")
-    unbuilt = prepare_failure(log)
+    unbuilt = prepare_failure(log) or metadata_failure(log)
     if unbuilt is not None:
-        return unprepared(spec, *unbuilt)
+        return unprepared(spec, *unbuilt) if unbuilt[0] else _unnamed(spec, unbuilt[2])
     lacking = _index_without_torch(spec, log, indexes)
     if lacking is not None:
         return lacking
@@ -109,6 +111,34 @@ def prepare_failure(log: str) -> tuple[str, str, str] | None:
     return name, version, "\n  ".join(line[:300] for line in without_frames(text)[-8:])
 
 
+# pip-tools lets pip's MetadataGenerationFailed out as a traceback, with no "Failed to build" line; at -v the archive
+# is the last one pip collected, downloaded or processed before its "Preparing metadata" step failed
+METADATA_FAILED = re.compile(r"MetadataGenerationFailed|Preparing metadata \([^)]*\) did not run successfully")
+_COLLECTED = re.compile(
+    r"^\s*(?:Collecting ([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?:==([^\s;,]+))?"
+    r"|(?:Downloading|Processing|Using cached) \S*?([A-Za-z0-9][A-Za-z0-9._]*)-(\d[\w.+!]*?)\.(?:tar\.gz|zip|tar\.bz2)\b)",
+    re.MULTILINE,
+)
+
+
+def metadata_failure(log: str) -> tuple[str, str, str] | None:
+    """(name or "", version or "", its own output) of a source archive whose metadata step failed with pip's traceback
+    alone; the name is "" when the log does not say which archive it was (pip-compile without -v)."""
+    found = METADATA_FAILED.search(log)
+    if not found:
+        return None
+    name, version = "", ""
+    for match in _COLLECTED.finditer(log[: found.start()]):
+        collected, pinned, archive, archived = match.groups()
+        if collected:
+            name, version = collected, pinned or ""
+        elif archive and canonicalize_name(archive) == canonicalize_name(name or archive):
+            name, version = name or archive, archived
+    blocks = _OUTPUT.findall(log)
+    own = without_frames(blocks[-1]) if blocks else []
+    return str(canonicalize_name(name)) if name else "", version, "\n  ".join(line[:300] for line in own[-8:])
+
+
 def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockError:
     """The refusal for a source archive that does not even give its requirements here: its own words, and the routes."""
     pin = f"{name}=={version}" if version else name
@@ -124,14 +154,42 @@ def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockErro
         )
     page = per_torch_index(name, spec.target)
     wheels = f" {name} publishes wheels for each torch build on {page}." if page else ""
+    first = _first_with_wheel(name, version, spec.target) if version else ""
+    release = (
+        f"pin {name}=={first}, the first release with a wheel for the Target"
+        if first
+        else (f"pin a release of {name} that publishes a wheel for the Target")
+    )
     return LockError(
         f"{pin} cannot be resolved for {spec.target.describe()}: the release the resolver chose has no wheel the Target can "
         f"use, and its source archive's build failed while the resolver read its requirements. Its own output:\n  {output}\n{why}".rstrip(),
-        hint=f"The pins are not at fault: this release of {name} does not build here. Follow its own words above; or pin a release "
-        f"of {name} that publishes a wheel for the Target; or build the wheel where it builds (`pip wheel --no-deps {pin} -w "
-        "wheels/`) and list `./wheels/<the file>.whl` in requirements.in." + wheels + " The previous lock was not touched.",
+        hint=f"The pins are not at fault: this release of {name} does not build here. Follow its own words above; or {release}; "
+        f"or build the wheel where it builds (`pip wheel --no-deps {pin} -w wheels/`) and list `./wheels/<the file>.whl` in "
+        "requirements.in." + wheels + " The previous lock was not touched.",
         value=name,
     )
+
+
+def _unnamed(spec: LockSpec, output: str) -> LockError:
+    """A metadata step that failed where pip's log does not say whose it was."""
+    return LockError(
+        f"a source archive's build failed while the resolver read its requirements for {spec.target.describe()}, and the "
+        f"resolver's log does not name the archive. Its own output:\n  {output}",
+        hint="The pins are not at fault: a release the resolver chose does not build here. Its own words above name the package; "
+        "pin a release of it that publishes a wheel for the Target, or build the wheel where it builds (`pip wheel --no-deps NAME==VER "
+        "-w wheels/`) and list `./wheels/<the file>.whl` in requirements.in. The previous lock was not touched.",
+        path=spec.bundle.root / spec.bundle.requirements,
+    )
+
+
+def _first_with_wheel(name: str, version: str, target) -> str:
+    """The first release after ``version`` with a wheel for the Target, as PyPI lists them ("" when none or unknown)."""
+    from bundler.lock.sources import PYPI_SIMPLE, first_fitting_release, index_files, target_tags
+
+    try:
+        return first_fitting_release(index_files(PYPI_SIMPLE, name), version, target_tags(target))
+    except (ExternalError, OSError, ValueError):
+        return ""
 
 
 def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:

@@ -21,14 +21,29 @@ _TRACEBACK = re.compile(
 )
 
 
-def _conflict_causes(log: str, input_name: str) -> str:
-    """'numpy==1.26.4 (requirements.in) vs numpy==2.1.0 (requirements.in)' from pip's ResolutionImpossible."""
+def _conflicting(log: str) -> list[tuple[str, str]]:
+    """(requirement, its parent: 'scikit-learn 1.9.1', or "" for the input) of each cause of pip's ResolutionImpossible."""
     impossible = next((line for line in log.splitlines() if "ResolutionImpossible: [" in line), "")
     found = re.findall(r"requirement=\w+\('([^']+)'\), parent=(None|\w+\('([^']*)'\))", impossible)
+    return [(spec, _parent(link) if link else "") for spec, _, link in found]
+
+
+def _conflict_causes(log: str, input_name: str) -> str:
+    """'numpy==1.26.4 (requirements.in) vs numpy==2.1.0 (requirements.in)' from pip's ResolutionImpossible."""
+    found = _conflicting(log)
     if not found:
         return ""
-    parts = [f"{spec} ({_parent(parent_link) if parent_link else input_name})" for spec, _, parent_link in found]
-    return "conflicting requirements: " + " vs ".join(parts[:4])
+    return "conflicting requirements: " + " vs ".join(f"{spec} ({parent or input_name})" for spec, parent in found[:4])
+
+
+def _torch_pinned_by(spec: LockSpec, log: str) -> tuple[str, str, str] | None:
+    """(package, release, torch) when a conflict's cause is a package's exact requirement on another torch than the Target's."""
+    for requirement, parent in _conflicting(log):
+        name, _, version = parent.partition(" ")
+        wanted = re.fullmatch(r"torch\s*==\s*([\w.]+)", requirement)
+        if wanted and version and wanted.group(1) != spec.target.torch:
+            return name, version, wanted.group(1)
+    return None
 
 
 def _parent(link: str) -> str:
@@ -67,6 +82,9 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
     lacking = _index_without_torch(spec, log, indexes)
     if lacking is not None:
         return lacking
+    pinning = _torch_pinned_by(spec, log)
+    if pinning is not None:
+        return _made_for_torch(spec, log, *pinning)
     if spec.resolver == "uv":
         summary = uv_summary(log)
     else:
@@ -85,6 +103,23 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
         f"the requirements cannot be resolved together for {spec.target.describe()}: "
         + "; ".join(s.removeprefix("ERROR: ")[:300] for s in summary),
         hint=hint,
+        path=requirements,
+    )
+
+
+def _made_for_torch(spec: LockSpec, log: str, name: str, version: str, torch: str) -> LockError:
+    """The conflict of a package made for one torch with the Target's: its release for the Target's torch, or the torch to lock for."""
+    from bundler.lock.companions import pinned_torch
+    from bundler.lock.pypimeta import torch_requirements
+    from bundler.target.table_file import load_table
+
+    requirements = spec.bundle.root / spec.bundle.requirements
+    wanted = torch_requirements(name, version, spec.target)
+    why, route = pinned_torch(name, version, torch, wanted, spec.target, load_table(), spec.bundle.requirements)
+    return LockError(
+        f"the requirements cannot be resolved together for {spec.target.describe()}: "
+        f"{_conflict_causes(log, spec.bundle.requirements)}. {why}.",
+        hint=route + " The previous lock was not touched.",
         path=requirements,
     )
 

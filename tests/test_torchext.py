@@ -325,8 +325,10 @@ ERROR: Failed to build 'mmcv' when getting requirements to build wheel
 """
 
 
-def test_an_archive_that_fails_to_give_its_requirements_is_refused_in_its_own_words_not_as_a_conflict():
+def test_an_archive_that_fails_to_give_its_requirements_is_refused_in_its_own_words_not_as_a_conflict(tmp_path, monkeypatch):
     from types import SimpleNamespace
+
+    monkeypatch.setenv("BUNDLER_INDEX_MAP", f"https://pypi.org/simple={tmp_path.as_uri()}")  # PyPI lists neither: no release named
 
     from bundler.lock.piplog import prepare_failure, unprepared
 

@@ -122,7 +122,43 @@ def _refusal(
     if nearest is None:
         return why, f"Drop {who} from {requirements}, or choose a torch that has {pin.name}."
     why += f". The nearest torch with {pin.name}: {nearest.torch} ({pin.name} {getattr(nearest, pin.name.replace('-', '_'))})"
-    return why, f"Lock for that torch with `bundler lock --torch {nearest.torch}`, or drop {who} from {requirements}."
+    return why, torch_route(nearest.torch, who, requirements)
+
+
+# ----- a package made for one torch: the words and the routes, for companions and any package pinning torch ------------
+def made_for(name: str, version: str, torch: str) -> str:
+    return f"{name} {version} was made for torch {torch}"
+
+
+def torch_route(torch: str, drop: str, requirements: str) -> str:
+    return f"Lock for that torch with `bundler lock --torch {torch}`, or drop {drop} from {requirements}."
+
+
+def pinned_torch(
+    name: str, version: str, torch: str, wanted: dict[str, SpecifierSet], target: Target, table: CompatTable, requirements: str
+) -> tuple[str, str]:
+    """(why, route) for a package whose release requires exactly ``torch`` (another than the Target's), given what each
+    later release of it asks of torch (``wanted``, pypimeta.torch_requirements): the first release that admits the
+    Target's torch, else the newest torch of the table its releases admit."""
+    why = f"{made_for(name, version, torch)} (it requires torch=={torch}), and the Target's torch is {target.torch}"
+    admitting = [release for release, spec in wanted.items() if spec.contains(target.torch, prereleases=True)]
+    if admitting:
+        release = min(admitting, key=Version)
+        asks = f"torch{wanted[release]}" if wanted[release] else "torch at any version"
+        return why + f"; {name} {release} requires {asks}, which admits it", (
+            f"Pin {name}=={release} in {requirements} (the first release whose requirement on torch admits {target.torch}), "
+            f"or drop {name} from {requirements}."
+        )
+    having = [v for v in table.torch_versions() if table.releases[v].has_build(target.backend, target.accelerator, target.platform)]
+    supported = [v for v in having if target.python in table.releases[v].python and any(s.contains(v) for s in wanted.values())]
+    if not supported:
+        return why + f"; no release of {name} admits torch {target.torch}, nor any torch of the table for the Target", (
+            f"Drop {name} from {requirements}, or choose a torch that {name} was made for."
+        )
+    newest = max(supported, key=Version)
+    return why + f"; no release of {name} admits torch {target.torch}: the newest torch its releases support is {newest}", (
+        f"Pin the release of {name} made for torch {newest}, then: " + torch_route(newest, name, requirements)
+    )
 
 
 def _contradiction(pin: LockedPin, build: TorchBuild) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from bundler.contracts.dropped import pin_that_ships
 from bundler.errors import ExternalError, LockError
 from bundler.lock.spec import LockSpec
@@ -19,14 +21,29 @@ _TRACEBACK = re.compile(
 )
 
 
-def _conflict_causes(log: str, input_name: str) -> str:
-    """'numpy==1.26.4 (requirements.in) vs numpy==2.1.0 (requirements.in)' from pip's ResolutionImpossible."""
+def _conflicting(log: str) -> list[tuple[str, str]]:
+    """(requirement, its parent: 'scikit-learn 1.9.1', or "" for the input) of each cause of pip's ResolutionImpossible."""
     impossible = next((line for line in log.splitlines() if "ResolutionImpossible: [" in line), "")
     found = re.findall(r"requirement=\w+\('([^']+)'\), parent=(None|\w+\('([^']*)'\))", impossible)
+    return [(spec, _parent(link) if link else "") for spec, _, link in found]
+
+
+def _conflict_causes(log: str, input_name: str) -> str:
+    """'numpy==1.26.4 (requirements.in) vs numpy==2.1.0 (requirements.in)' from pip's ResolutionImpossible."""
+    found = _conflicting(log)
     if not found:
         return ""
-    parts = [f"{spec} ({_parent(parent_link) if parent_link else input_name})" for spec, _, parent_link in found]
-    return "conflicting requirements: " + " vs ".join(parts[:4])
+    return "conflicting requirements: " + " vs ".join(f"{spec} ({parent or input_name})" for spec, parent in found[:4])
+
+
+def _torch_pinned_by(spec: LockSpec, log: str) -> tuple[str, str, str] | None:
+    """(package, release, torch) when a conflict's cause is a package's exact requirement on another torch than the Target's."""
+    for requirement, parent in _conflicting(log):
+        name, _, version = parent.partition(" ")
+        wanted = re.fullmatch(r"torch\s*==\s*([\w.]+)", requirement)
+        if wanted and version and wanted.group(1) != spec.target.torch:
+            return name, version, wanted.group(1)
+    return None
 
 
 def _parent(link: str) -> str:
@@ -59,12 +76,15 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
     if needs_torch is not None:
         name, version = needs_torch
         return unpreparable(name, version, spec.target, "no release of it that the requirements allow could stand in for its build")
-    unbuilt = prepare_failure(log)
+    unbuilt = prepare_failure(log) or metadata_failure(log)
     if unbuilt is not None:
-        return unprepared(spec, *unbuilt)
+        return unprepared(spec, *unbuilt) if unbuilt[0] else _unnamed(spec, unbuilt[2])
     lacking = _index_without_torch(spec, log, indexes)
     if lacking is not None:
         return lacking
+    pinning = _torch_pinned_by(spec, log)
+    if pinning is not None:
+        return _made_for_torch(spec, log, *pinning)
     if spec.resolver == "uv":
         summary = uv_summary(log)
     else:
@@ -83,6 +103,23 @@ def resolution_error(spec: LockSpec, log: str, where: str, indexes: list[tuple[s
         f"the requirements cannot be resolved together for {spec.target.describe()}: "
         + "; ".join(s.removeprefix("ERROR: ")[:300] for s in summary),
         hint=hint,
+        path=requirements,
+    )
+
+
+def _made_for_torch(spec: LockSpec, log: str, name: str, version: str, torch: str) -> LockError:
+    """The conflict of a package made for one torch with the Target's: its release for the Target's torch, or the torch to lock for."""
+    from bundler.lock.companions import pinned_torch
+    from bundler.lock.pypimeta import torch_requirements
+    from bundler.target.table_file import load_table
+
+    requirements = spec.bundle.root / spec.bundle.requirements
+    wanted = torch_requirements(name, version, spec.target)
+    why, route = pinned_torch(name, version, torch, wanted, spec.target, load_table(), spec.bundle.requirements)
+    return LockError(
+        f"the requirements cannot be resolved together for {spec.target.describe()}: "
+        f"{_conflict_causes(log, spec.bundle.requirements)}. {why}.",
+        hint=route + " The previous lock was not touched.",
         path=requirements,
     )
 
@@ -109,6 +146,34 @@ def prepare_failure(log: str) -> tuple[str, str, str] | None:
     return name, version, "\n  ".join(line[:300] for line in without_frames(text)[-8:])
 
 
+# pip-tools lets pip's MetadataGenerationFailed out as a traceback, with no "Failed to build" line; at -v the archive
+# is the last one pip collected, downloaded or processed before its "Preparing metadata" step failed
+METADATA_FAILED = re.compile(r"MetadataGenerationFailed|Preparing metadata \([^)]*\) did not run successfully")
+_COLLECTED = re.compile(
+    r"^\s*(?:Collecting ([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?(?:==([^\s;,]+))?"
+    r"|(?:Downloading|Processing|Using cached) \S*?([A-Za-z0-9][A-Za-z0-9._]*)-(\d[\w.+!]*?)\.(?:tar\.gz|zip|tar\.bz2)\b)",
+    re.MULTILINE,
+)
+
+
+def metadata_failure(log: str) -> tuple[str, str, str] | None:
+    """(name or "", version or "", its own output) of a source archive whose metadata step failed with pip's traceback
+    alone; the name is "" when the log does not say which archive it was (pip-compile without -v)."""
+    found = METADATA_FAILED.search(log)
+    if not found:
+        return None
+    name, version = "", ""
+    for match in _COLLECTED.finditer(log[: found.start()]):
+        collected, pinned, archive, archived = match.groups()
+        if collected:
+            name, version = collected, pinned or ""
+        elif archive and canonicalize_name(archive) == canonicalize_name(name or archive):
+            name, version = name or archive, archived
+    blocks = _OUTPUT.findall(log)
+    own = without_frames(blocks[-1]) if blocks else []
+    return str(canonicalize_name(name)) if name else "", version, "\n  ".join(line[:300] for line in own[-8:])
+
+
 def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockError:
     """The refusal for a source archive that does not even give its requirements here: its own words, and the routes."""
     pin = f"{name}=={version}" if version else name
@@ -124,14 +189,42 @@ def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockErro
         )
     page = per_torch_index(name, spec.target)
     wheels = f" {name} publishes wheels for each torch build on {page}." if page else ""
+    first = _first_with_wheel(name, version, spec.target) if version else ""
+    release = (
+        f"pin {name}=={first}, the first release with a wheel for the Target"
+        if first
+        else (f"pin a release of {name} that publishes a wheel for the Target")
+    )
     return LockError(
         f"{pin} cannot be resolved for {spec.target.describe()}: the release the resolver chose has no wheel the Target can "
         f"use, and its source archive's build failed while the resolver read its requirements. Its own output:\n  {output}\n{why}".rstrip(),
-        hint=f"The pins are not at fault: this release of {name} does not build here. Follow its own words above; or pin a release "
-        f"of {name} that publishes a wheel for the Target; or build the wheel where it builds (`pip wheel --no-deps {pin} -w "
-        "wheels/`) and list `./wheels/<the file>.whl` in requirements.in." + wheels + " The previous lock was not touched.",
+        hint=f"The pins are not at fault: this release of {name} does not build here. Follow its own words above; or {release}; "
+        f"or build the wheel where it builds (`pip wheel --no-deps {pin} -w wheels/`) and list `./wheels/<the file>.whl` in "
+        "requirements.in." + wheels + " The previous lock was not touched.",
         value=name,
     )
+
+
+def _unnamed(spec: LockSpec, output: str) -> LockError:
+    """A metadata step that failed where pip's log does not say whose it was."""
+    return LockError(
+        f"a source archive's build failed while the resolver read its requirements for {spec.target.describe()}, and the "
+        f"resolver's log does not name the archive. Its own output:\n  {output}",
+        hint="The pins are not at fault: a release the resolver chose does not build here. Its own words above name the package; "
+        "pin a release of it that publishes a wheel for the Target, or build the wheel where it builds (`pip wheel --no-deps NAME==VER "
+        "-w wheels/`) and list `./wheels/<the file>.whl` in requirements.in. The previous lock was not touched.",
+        path=spec.bundle.root / spec.bundle.requirements,
+    )
+
+
+def _first_with_wheel(name: str, version: str, target) -> str:
+    """The first release after ``version`` with a wheel for the Target, as PyPI lists them ("" when none or unknown)."""
+    from bundler.lock.sources import PYPI_SIMPLE, first_fitting_release, index_files, target_tags
+
+    try:
+        return first_fitting_release(index_files(PYPI_SIMPLE, name), version, target_tags(target))
+    except (ExternalError, OSError, ValueError):
+        return ""
 
 
 def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:

@@ -13,10 +13,12 @@ zip's directory and one member, a few kB of a 900 MB file.
 from __future__ import annotations
 
 import io
+import json
 import re
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
+from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -155,3 +157,84 @@ def _wheel_facts(job: tuple, settings: PipSettings) -> dict:
             value=file.url,
         ) from None
     return facts
+
+
+# ----- what each release of a package asks of torch (bundler/lock/companions.py's pinned_torch) -------------------------
+def torch_requirements(name: str, after: str, target) -> dict[str, SpecifierSet]:
+    """For each final release of ``name`` newer than ``after`` with a wheel for the Target, what it requires of torch (an
+    empty set: torch at any version); releases that do not require torch are left out. One wheel's METADATA per release,
+    remembered by file name (a file's metadata never changes)."""
+    from bundler.lock.sources import PYPI_SIMPLE, file_version, index_files, target_tags, wheel_fits
+
+    try:
+        files = index_files(PYPI_SIMPLE, name)
+    except (ExternalError, OSError, ValueError):
+        return {}
+    tags = target_tags(target)
+    chosen: dict[str, IndexFile] = {}
+    for file in sorted(files, key=lambda f: f.filename):
+        version = file_version(file.filename)
+        later = version is not None and not version.is_prerelease and version > Version(after)
+        if later and file.filename.endswith(".whl") and wheel_fits(file.filename, tags):
+            chosen[str(version)] = file
+    known = _known_requires()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        read = dict(zip(chosen, pool.map(lambda f: known.get(f.filename) or _requires_or_none(f), chosen.values()), strict=True))
+    _remember_requires(known | {chosen[v].filename: r for v, r in read.items() if r is not None})
+    return {version: spec for version, found in read.items() if (spec := _torch_spec(found or [], target)) is not None}
+
+
+def _requires_or_none(file: IndexFile) -> list[str] | None:
+    from bundler.pipsettings import host_pip_settings
+
+    try:
+        if file.url.startswith("file://"):
+            from urllib.parse import unquote, urlsplit
+
+            with zipfile.ZipFile(unquote(urlsplit(file.url).path)) as archive:
+                member = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+                return requires_dist(archive.read(member).decode("utf-8", "replace"))
+        return requires_dist(core_metadata(file, host_pip_settings()))
+    except (OSError, ValueError, StopIteration, KeyError, zipfile.BadZipFile):
+        return None
+
+
+def _torch_spec(requires: list[str], target) -> SpecifierSet | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from bundler.lock.requirements import marker_holds
+
+    for text in requires:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if requirement.name.lower() == "torch" and (requirement.marker is None or marker_holds(str(requirement.marker), target)):
+            return requirement.specifier
+    return None
+
+
+def _requires_file():
+    from bundler.pipsettings import cache_dir
+
+    return cache_dir() / "wheel-requires.json"
+
+
+def _known_requires() -> dict[str, list[str]]:
+    try:
+        data = json.loads(_requires_file().read_text(encoding="utf-8"))
+        return {str(k): [str(i) for i in v] for k, v in data.items()} if isinstance(data, dict) else {}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+def _remember_requires(known: dict[str, list[str]]) -> None:
+    import os
+
+    path = _requires_file()
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        partial.unlink(missing_ok=True)

@@ -45,6 +45,7 @@ from packaging.version import Version
 
 from bundler.contracts import lockformat, markers
 from bundler.errors import BundlerError, LockError, ProjectFileError
+from bundler.lock.companions import made_for, torch_route
 from bundler.target.bundle import Target
 from bundler.target.table import CompatTable
 
@@ -561,8 +562,8 @@ def _unreleased(root: Path, line: SourceLine, requirement: Requirement, name: st
     if nearest is not None:
         paired = getattr(nearest, name)
         message += f". The nearest torch with {name}: {nearest.torch} ({name} {paired})."
-        hint = f"Lock for that torch with `bundler lock --torch {nearest.torch}`, or remove {name} from {line.path.name} if the project "
-        hint += "does not need it (its code then must not import it)."
+        hint = torch_route(nearest.torch, name, line.path.name).rstrip(".") + " if the project does not need it (its code then must "
+        hint += "not import it)."
     else:
         message += f". No torch in the table with the Target's build ({describe(target)}) pairs {name}."
         hint = f"Remove {name} from {line.path.name}, or choose another backend or torch with --cpu/--cuda and --torch."
@@ -573,7 +574,7 @@ def _pinned_torch(requirement: Requirement, name: str, table: CompatTable | None
     """For a pin of a companion (==X.Y.Z), which torch that version was made for ("" when unpinned or unknown)."""
     exact = [s.version for s in requirement.specifier if s.operator in ("==", "===") and "*" not in s.version]
     torch = table.torch_for(name, exact[0].split("+")[0]) if exact and table is not None else ""
-    return f"{name} {exact[0]} was made for torch {torch}" if torch else ""
+    return made_for(name, exact[0], torch) if torch else ""
 
 
 def _companion(

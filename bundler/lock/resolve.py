@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 from bundler.errors import BundlerError, ExternalError, LockError
 from bundler.lock.hashes import hash_body, project_files
-from bundler.lock.piplog import resolution_error
+from bundler.lock.pinfiles import check_exact_pins
+from bundler.lock.piplog import metadata_failure, prepare_failure, resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN, project_index
 from bundler.lock.spec import LockSpec
 from bundler.lock.torchbuild import MAX_ROUNDS, REASON, StandIns, remember, torch_build_failure, wanted_specifier
@@ -66,12 +67,13 @@ def resolution_indexes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[
     return indexes + [(url, url) for url in settings.extra_index_urls]
 
 
-def _compile_args(urls: list[str], settings: PipSettings, cache: str) -> list[str]:
+def _compile_args(urls: list[str], settings: PipSettings, cache: str, verbose: bool = False) -> list[str]:
     # No --generate-hashes: pip-tools would download files to hash them (bundler/lock/hashes.py).
     # fast-deps reads a wheel's metadata by HTTP range requests where an index serves no
     # PEP 658 metadata, instead of downloading the wheel (900 MB for torch).
     pip_args = f"--retries {int(os.environ.get('BUNDLER_PIP_RETRIES', '5'))} --use-feature=fast-deps"
     args = [
+        *(["-v"] if verbose else []),
         "--no-config",
         "--no-header",
         "--allow-unsafe",
@@ -112,6 +114,7 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
     indexes = resolution_indexes(spec, settings, pairs)
     probe_indexes(spec, settings, pairs)
     started = time.monotonic()
+    early_notes = check_exact_pins(spec, say)
     kept_pins = bool(previous_body) and not upgrade
     with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
         # the project's own wheels, as an index of their own: resolved and hashed, never recorded
@@ -123,13 +126,16 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
             return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes)
 
         attempt = attempt_with(previous_body if kept_pins else None)
-        notes, retried = [], False
+        notes, retried = early_notes, False
         if attempt.code != 0 and kept_pins and _conflict(attempt.log):
             notes.append(
                 f"the previous lock's pins conflicted with {spec.bundle.requirements}, so everything was resolved again (as --upgrade does)"
             )
             kept_pins, retried = False, True
             attempt = attempt_with(None)
+        if attempt.code != 0 and _unnamed_archive(spec, attempt.log):  # again with -v: pip then says which archive it was
+            standing = [stand_ins.url] if stand_ins.archives else []
+            attempt = _resolve_once(spec, settings, pairs, urls + standing, previous_body if kept_pins else None, engine_name, True)
         if attempt.code != 0:
             error = resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
             if retried and isinstance(error, LockError):
@@ -193,8 +199,20 @@ def _conflict(log: str) -> bool:
     return "ResolutionImpossible" in log or "No solution found when resolving" in log
 
 
+def _unnamed_archive(spec: LockSpec, log: str) -> bool:
+    """Whether pip-compile failed on a source archive's metadata without naming it (pip-tools lets pip's traceback out)."""
+    found = metadata_failure(log) if spec.resolver == "pip-tools" and not prepare_failure(log) else None
+    return found is not None and not found[0]
+
+
 def _resolve_once(
-    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], kept: str | None, engine_name: str | None
+    spec: LockSpec,
+    settings: PipSettings,
+    pairs: list[tuple[str, str]],
+    urls: list[str],
+    kept: str | None,
+    engine_name: str | None,
+    verbose: bool = False,
 ) -> Attempt:
     """One resolution, on this host or in the Target's image."""
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
@@ -208,11 +226,20 @@ def _resolve_once(
             completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache), capture_output=True, text=True)
             attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}")
         elif spec.host_mismatch:
-            ran = _resolve_in_container(spec, settings, pairs, urls, work_dir, engine_name)
+            ran = _resolve_in_container(spec, settings, pairs, urls, work_dir, engine_name, verbose)
             attempt = Attempt(ran.exit_code, ran.output, f"container {ran.image}", f"pip-tools {_piptools_version()}")
         else:
             cache = str(cache_dir())
-            argv = [sys.executable, "-m", "piptools", "compile", *_compile_args(urls, settings, cache), "-o", "lock.txt", REQUIREMENTS_IN]
+            argv = [
+                sys.executable,
+                "-m",
+                "piptools",
+                "compile",
+                *_compile_args(urls, settings, cache, verbose),
+                "-o",
+                "lock.txt",
+                REQUIREMENTS_IN,
+            ]
             env = pip_environment(settings, cache, settings.cert)
             completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
             attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}")
@@ -237,7 +264,13 @@ class ContainerRun:
 
 
 def _resolve_in_container(
-    spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], urls: list[str], work_dir: Path, engine_name: str | None
+    spec: LockSpec,
+    settings: PipSettings,
+    pairs: list[tuple[str, str]],
+    urls: list[str],
+    work_dir: Path,
+    engine_name: str | None,
+    verbose: bool = False,
 ) -> ContainerRun:
     from bundler.engine import Mount, RunSpec, base_image
 
@@ -247,7 +280,7 @@ def _resolve_in_container(
     _check_architecture(client, image, spec.target.platform)
     volumes, env = _lock_volumes(spec, settings, pairs, urls)
     volumes[str(work_dir)] = {"bind": "/work", "mode": "rw"}
-    args = _compile_args(urls, settings, "/cache")
+    args = _compile_args(urls, settings, "/cache", verbose)
     venv = f"/cache/venv-pip25-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
     script = "\n".join(
         [

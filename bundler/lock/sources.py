@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from packaging.tags import Tag, compatible_tags, cpython_tags
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from bundler.errors import ExternalError
 from bundler.fsutil import sha256_file
@@ -62,6 +63,40 @@ def wheel_fits(filename: str, tags: set[Tag]) -> bool:
 
 def is_sdist(filename: str) -> bool:
     return filename.endswith(SDIST_SUFFIXES)
+
+
+def file_version(filename: str) -> Version | None:
+    """The release a wheel or source archive belongs to (None for a name that parses as neither)."""
+    try:
+        if filename.endswith(".whl"):
+            return parse_wheel_filename(filename)[1]
+        return parse_sdist_filename(filename)[1] if is_sdist(filename) else None
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+        return None
+
+
+def first_fitting_release(files: list[IndexFile], after: str, tags: set[Tag]) -> str:
+    """The first final release newer than ``after`` with a wheel among ``files`` (one project's listing) that fits
+    ``tags``; "" when the index lists none."""
+    fitting = {file_version(f.filename) for f in files if f.filename.endswith(".whl") and wheel_fits(f.filename, tags)}
+    newer = sorted(v for v in fitting if v is not None and not v.is_prerelease and v > Version(after))
+    return str(newer[0]) if newer else ""
+
+
+def python_ceiling(wheels: list[str]) -> tuple[int, int] | None:
+    """The newest CPython minor that one of these wheels is built for (cp38 -> (3, 8)); None when a wheel is for any
+    Python 3 (py3, abi3) or none names a CPython."""
+    minors = []
+    for filename in wheels:
+        try:
+            tags = parse_wheel_filename(filename)[3]
+        except InvalidWheelFilename:
+            continue
+        for tag in tags:
+            if tag.abi == "abi3" or not tag.interpreter.startswith("cp"):
+                return None
+            minors.append((int(tag.interpreter[2]), int(tag.interpreter[3:] or 0)))
+    return max(minors) if minors else None
 
 
 def source_builds(pins, indexes: list[str], target, skip: set[str], notes: list[str]) -> list[SourceBuild]:

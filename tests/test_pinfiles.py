@@ -1,0 +1,86 @@
+"""Exact pins read against their release's files before resolving (bundler/lock/pinfiles.py), on a local index:
+a pin with no wheel for the Target and no source archive is refused with the others, with the first release that
+has a wheel; a pin made for older Pythons that only has a source archive for the Target is named as likely to fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from bundler.errors import LockError
+from bundler.lock.pinfiles import check_exact_pins
+from bundler.lock.spec import make_spec
+from bundler.target.bundle import load_bundle
+from tests.deps_support import source_archive
+from tests.fakeindex import _page, _wheel
+from tests.lock_support import make_project
+
+LINUX = "manylinux2014_x86_64"
+
+
+@pytest.fixture
+def pin_index(tmp_path, monkeypatch):
+    """A local PyPI of releases made for older Pythons, and an empty stand-in for PyTorch's index."""
+    files, pages = tmp_path / "index" / "files", tmp_path / "index" / "pypi" / "simple"
+    files.mkdir(parents=True)
+    layout = {
+        "wheelsonly": [
+            _wheel(files, "wheelsonly", "1.0", f"cp37-cp37m-{LINUX}", []),
+            _wheel(files, "wheelsonly", "2.0", f"cp311-cp311-{LINUX}", []),
+        ],
+        "oldsource": [
+            _wheel(files, "oldsource", "1.0", f"cp38-cp38-{LINUX}", []),
+            source_archive(files, "oldsource", "1.0"),
+            _wheel(files, "oldsource", "1.5", "py3-none-any", []),
+        ],
+        "pure": [source_archive(files, "pure", "1.0")],
+        "fine": [_wheel(files, "fine", "3.0", "py3-none-any", [])],
+        "nowhere": [_wheel(files, "nowhere", "1.0", f"cp36-cp36m-{LINUX}", [])],
+    }
+    for name, names in layout.items():
+        _page(pages / name, names)
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv(
+        "BUNDLER_INDEX_MAP", f"https://pypi.org/simple={pages.as_uri()} https://download.pytorch.org/whl={(tmp_path / 'empty').as_uri()}"
+    )
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def spec_for(root, requirements: str):
+    project = make_project(root / "project", requirements=requirements, python="3.11")
+    bundle = load_bundle(project)
+    return make_spec(bundle, bundle.target)
+
+
+def test_every_pin_with_nothing_for_the_target_is_refused_at_once_with_the_first_release_that_fits(pin_index):
+    spec = spec_for(pin_index, "torch==2.9.1\nfine==3.0\nwheelsonly==1.0\noldsource==1.0\nnowhere==1.0\npure==1.0\n")
+    with pytest.raises(LockError) as raised:
+        check_exact_pins(spec)
+    message = raised.value.message
+    assert message.startswith("2 exact pins of requirements.in cannot be installed for torch 2.9.1 for cpu on Python 3.11")
+    assert "requirements.in:3: wheelsonly==1.0 publishes wheels only for CPython ≤ 3.7 and no source archive; the first release " in message
+    assert "with a wheel for the Target: wheelsonly==2.0" in message
+    assert "requirements.in:5: nowhere==1.0 publishes wheels only for CPython ≤ 3.6 and no source archive; no later release" in message
+    assert "Besides, made for older Pythons: requirements.in:4: oldsource==1.0 was made for Python ≤ 3.8" in message
+    assert "(oldsource-1.0.tar.gz), likely to fail to build; the first release with a wheel for the Target: oldsource==1.5" in message
+    assert "fine" not in message and "pure" not in message  # a fitting wheel; a source-only release is an ordinary source build
+    assert "Loosen" not in raised.value.hint and "pin the release named for each" in raised.value.hint.lower()
+
+
+def test_a_pin_made_for_older_pythons_alone_is_a_note(pin_index):
+    said: list[str] = []
+    notes = check_exact_pins(spec_for(pin_index, "oldsource==1.0\nfine==3.0\n"), said.append)
+    assert len(notes) == 1 and notes[0].startswith("requirements.in:1: oldsource==1.0 was made for Python ≤ 3.8")
+    assert said == [f"Note: {notes[0]}."]
+
+
+def test_a_fitting_pin_is_remembered_so_a_relock_asks_no_index(pin_index, monkeypatch):
+    spec = spec_for(pin_index, "fine==3.0\n")
+    assert check_exact_pins(spec) == []
+    monkeypatch.setenv(
+        "BUNDLER_INDEX_MAP",
+        f"https://pypi.org/simple=file:///nonexistent https://download.pytorch.org/whl={(pin_index / 'empty').as_uri()}",
+    )
+    assert check_exact_pins(spec) == []
+    unknown = spec_for(pin_index / "other", "wheelsonly==1.0\n")
+    assert check_exact_pins(unknown) == []  # no index answers: the resolver will say what is missing in its words

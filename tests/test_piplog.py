@@ -1,0 +1,63 @@
+"""A source archive whose metadata step fails with pip's traceback alone (pip-tools lets MetadataGenerationFailed out, with
+no "Failed to build" line): named from pip's -v log, refused in its own words with the first release that has a wheel
+for the Target, never as a conflict of the pins. Fixtures: real pip-compile log excerpts (tests/data/piplog/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bundler.lock.piplog import metadata_failure, resolution_error
+from bundler.lock.resolve import _compile_args, _unnamed_archive
+from bundler.lock.spec import make_spec
+from bundler.pipsettings import host_pip_settings
+from bundler.target.bundle import load_bundle
+from tests.deps_support import source_archive
+from tests.fakeindex import _page, _wheel
+from tests.lock_support import make_project
+
+LOGS = Path(__file__).parent / "data" / "piplog"
+VERBOSE = (LOGS / "numpy-1.17.1-metadata-verbose.txt").read_text()
+QUIET = (LOGS / "numpy-1.17.1-metadata-quiet.txt").read_text()
+OWN = "Running from numpy source directory.\n  NameError: name 'CCompiler' is not defined. Did you mean: 'ccompiler'?"
+
+
+@pytest.fixture
+def numpy_spec(tmp_path, monkeypatch):
+    """A project pinning numpy==1.17.1, on a local PyPI where 1.17.1 is a source archive and 1.23.2 the first cp311 wheel."""
+    files, pages = tmp_path / "index" / "files", tmp_path / "index" / "pypi" / "simple"
+    files.mkdir(parents=True)
+    names = [source_archive(files, "numpy", "1.17.1"), _wheel(files, "numpy", "1.17.1", "cp37-cp37m-manylinux1_x86_64", [])]
+    names += [_wheel(files, "numpy", "1.23.1", "cp310-cp310-manylinux2014_x86_64", [])]
+    names += [_wheel(files, "numpy", "1.23.2", "cp311-cp311-manylinux2014_x86_64", [])]
+    _page(pages / "numpy", names)
+    monkeypatch.setenv("BUNDLER_INDEX_MAP", f"https://pypi.org/simple={pages.as_uri()}")
+    bundle = load_bundle(make_project(tmp_path / "project", requirements="numpy==1.17.1\n", python="3.11"))
+    return make_spec(bundle, bundle.target)
+
+
+def test_the_archive_is_named_from_the_verbose_log_with_its_own_error_lines():
+    assert metadata_failure(VERBOSE) == ("numpy", "1.17.1", OWN)
+    assert metadata_failure("ERROR: Cannot install numpy==1 and numpy==2") is None
+
+
+def test_the_quiet_log_names_no_archive_so_resolution_runs_again_with_v(numpy_spec):
+    assert metadata_failure(QUIET) == ("", "", OWN)
+    assert _unnamed_archive(numpy_spec, QUIET) and not _unnamed_archive(numpy_spec, VERBOSE)
+    args = _compile_args(["https://pypi.org/simple"], host_pip_settings(), "/cache", verbose=True)
+    assert args[0] == "-v" and "-v" not in _compile_args(["https://pypi.org/simple"], host_pip_settings(), "/cache")
+
+
+def test_the_refusal_names_the_archive_its_words_and_the_first_release_with_a_wheel(numpy_spec):
+    error = resolution_error(numpy_spec, VERBOSE, "host", [], kept_pins=False)
+    assert error.message.startswith("numpy==1.17.1 cannot be resolved for torch 2.9.1 for cpu on Python 3.11")
+    assert OWN in error.message and "Traceback" not in error.message and "MetadataGenerationFailed" not in error.message
+    assert "pin numpy==1.23.2, the first release with a wheel for the Target" in error.hint
+    assert "pip wheel --no-deps numpy==1.17.1 -w wheels/" in error.hint and "Loosen" not in error.hint
+
+
+def test_a_log_that_never_names_the_archive_is_still_no_conflict_of_the_pins(numpy_spec):
+    error = resolution_error(numpy_spec, QUIET, "host", [], kept_pins=False)
+    assert "does not name the archive" in error.message and OWN in error.message
+    assert "not at fault" in error.hint and "Loosen" not in error.hint

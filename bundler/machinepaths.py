@@ -30,7 +30,7 @@ _COMMAND = rb"(?:\$\([A-Za-z_][\w -]*\)|`[A-Za-z_][\w -]*`)"
 _USER = rb"(?:\*|[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|\{[A-Za-z_][\w.]*(?:\(\))?\})"
 _PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"
 _UNIX_TAIL = rb"(?:/" + _PATH_CHARS + rb"*)*"
-_WIN_SEP = rb"(?:\\\\|\\|//?)"  # one or two of either: C:\\Users, C://Users//name
+_WIN_SEP = rb"(?:\\\\\\\\|\\\\|\\|//?)"  # one or two of either (C:\\Users, C://Users//name), four in JSON of escaped source
 _WIN_NAME = rb"[^\s\"'`,;:()<>\[\]{}|*?=$/\\]"
 _WIN_TAIL = rb"(?:" + _WIN_SEP + _WIN_NAME + rb"*)*"
 _VAR_TAIL = rb"(?:/" + _PATH_CHARS + rb"*|\\[^\s\"'`,;:()<>\[\]{}|*?=$]*)?"
@@ -129,6 +129,19 @@ def _cut_at_close_quote(data: bytes, start: int, end: int) -> int:
 # What may come right before any other absolute path: a space, a quote, "=", "(", "[", ",".
 # Not ":" (``host:/path`` is remote, ``-v data:/data`` the container's side) nor ">" (``<ROOT>/x``).
 _ABSOLUTE_AFTER = frozenset(b" \t\r\n\"'`=([,")
+
+
+# A search path's assignment: PATH=, PYTHONPATH=, LD_LIBRARY_PATH=, export MANPATH=… (a colon-separated list of folders).
+_SEARCH_PATH = re.compile(rb"\b[A-Z_]*PATH[A-Z_]*\s*\+?=")
+
+
+def in_search_path(data: bytes, start: int) -> bool:
+    """Is the path one element of a search path, after a ``:`` (``PATH=$PATH:/export/tools/bin``)? ``host:/x`` is not."""
+    if start == 0 or data[start - 1] != 0x3A:
+        return False
+    line_start = data.rfind(b"\n", 0, start) + 1
+    assigned = _SEARCH_PATH.search(data, line_start, start)
+    return assigned is not None and b" " not in data[assigned.end() : start].strip(b"\"'")
 
 
 def glued_flag(data: bytes, start: int) -> bool:
@@ -253,13 +266,13 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
         return True
     before = data[start - 1]
     if group == "single":
-        return (before in b" \t\"'`" or _curly_before(data, start)) and not tail_literal(data, start)
+        return (before in b" \t\"'`" or _curly_before(data, start) or in_search_path(data, start)) and not tail_literal(data, start)
     if group in ("absolute", "built", "rooted"):
         if tail_literal(data, start):
             return False
         if group in ("built", "rooted"):
             return before in b"\"'" and (concatenated_folder(data, start) or joined(data, start))
-        return before in _ABSOLUTE_AFTER or glued_flag(data, start) or boundary_before(data, start)
+        return before in _ABSOLUTE_AFTER or glued_flag(data, start) or boundary_before(data, start) or in_search_path(data, start)
     if group in ("project", "wsl", "home", "temp", "drive") and glued_flag(data, start):
         return True
     if group in ("project", "wsl", "home", "temp", "drive"):

@@ -280,14 +280,23 @@ def markup_or_regex(data: bytes, start: int) -> bool:
 # --- a container's own side: docker exec NAME /bin/bash /scripts/x.sh ------------------------
 
 _CONTAINER_COMMAND = re.compile(rb"\b(?:(?:nvidia-)?docker|podman)\s+(?:exec|run|container\s+(?:exec|run))\b|\bkubectl\s+exec\b")
-_HOST_VALUE = re.compile(rb"(?:\s-v|\s--volume|\s--mount|\s--env-file|\s-e|\s--env|source)[=\s]+[\"']?$")
+_HOST_VALUE = re.compile(rb"(?:\s-v|\s--volume|\s--mount|\s--env-file|\s-e|\s--env|source|\bsrc)[=\s]+[\"']?$")
 
 
 def in_container(data: bytes, line_start: int, start: int) -> bool:
     """Is the path at ``start`` on a ``docker exec``/``docker run``/``kubectl exec`` line, past the command, and so the
     container's own path? A bind's host side (``-v /home/u/data:/data``) and an env file stay the host's."""
-    command = _CONTAINER_COMMAND.search(data, line_start, start)
+    command = _CONTAINER_COMMAND.search(data, logical_line_start(data, line_start), start)
     return command is not None and _HOST_VALUE.search(data, command.end(), start) is None
+
+
+def logical_line_start(data: bytes, line_start: int, most: int = 20) -> int:
+    """Where the shell command a line continues began: back over lines that end with a backslash."""
+    for _ in range(most):
+        if line_start < 2 or data[line_start - 2 : line_start] not in (b"\\\n",) and data[line_start - 3 : line_start] != b"\\\r\n":
+            return line_start
+        line_start = data.rfind(b"\n", 0, line_start - 2) + 1
+    return line_start
 
 
 # --- the project's own container layout ---------------------------------------------------

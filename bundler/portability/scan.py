@@ -43,7 +43,7 @@ _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|privat
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
 _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
-    rb"/(?:(?:(?<=[\s\"'`=(\[,]/)|(?<=-[A-Za-z]/)|(?<=\A/)|(?<=\xe2\x80[\x98\x9c]/)|(?<=\\u201[8c]/))"
+    rb"/(?:(?:(?<=[\s\"'`=(\[,:]/)|(?<=-[A-Za-z]/)|(?<=\A/)|(?<=\xe2\x80[\x98\x9c]/)|(?<=\\u201[8c]/))"
     + PORTABLE_LOOKAHEAD
     + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|\Z)"
     + rb"|(?<=[\"']/)(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_]))"  # join("/", "kaggle", …): the root, then its parts
@@ -208,6 +208,39 @@ def _portable_through_variable(relative: str, data: bytes, found: list[Finding])
                 text = data[use:use_end].decode("utf-8", "replace")
                 reached.append(Finding(relative, line_number, column, text, "home-lookup", "home-lookup", "portable", text))
     return reached
+
+
+_ASSIGNED_LITERAL = re.compile(rb"""[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*[rRuU]?(["'])([^"'\n]*)\2[ \t]*(?:#[^\n]*)?$""")
+_STRING_METHODS = (
+    rb"(?:replace|split|rsplit|partition|rpartition|endswith|startswith|removeprefix|removesuffix|strip|lstrip|rstrip|find|rfind"
+    rb"|index|rindex|count)"
+)
+_PIECE_BEFORE = re.compile(rb"\." + _STRING_METHODS + rb"\(\s*$")  # cwd.replace(NAME, …): what is cut out (a replacement is a path)
+_PIECE_AFTER = re.compile(rb"\s+(?:not\s+)?in\s")  # NAME in cwd
+
+
+def _without_string_pieces(data: bytes, found: list[Finding]) -> list[Finding]:
+    """Leave out ``this_folder = '/user01'`` where every use of the name edits or tests another string
+    (``cwd.replace(this_folder, '/src')``, ``this_folder in cwd``): a piece of a path, no folder of its own."""
+    kept = []
+    for finding in found:
+        if finding.shape in ("absolute", "absolute-built") and finding.category not in ("docs", *INFORMATION):
+            start, end = context.line_span(data, finding.line)
+            assigned = _ASSIGNED_LITERAL.fullmatch(data, start, end)
+            whole = assigned is not None and assigned.group(3).decode("utf-8", "replace") == finding.text
+            if whole and _only_string_pieces(data, assigned.group(1), start, end):
+                continue
+        kept.append(finding)
+    return kept
+
+
+def _only_string_pieces(data: bytes, name: bytes, start: int, end: int) -> bool:
+    uses = [m for m in re.finditer(rb"(?<![\w.])" + re.escape(name) + rb"(?!\w)", data) if not start <= m.start() < end]
+    for use in uses:
+        line_start = data.rfind(b"\n", 0, use.start()) + 1
+        if not (_PIECE_BEFORE.search(data, line_start, use.start()) or _PIECE_AFTER.match(data, use.end())):
+            return False
+    return bool(uses)
 
 
 def _keyword_values(data: bytes, found: list[Finding]) -> list[tuple[Finding, str, str]]:
@@ -394,6 +427,7 @@ class Scanner:
         category = category_of(relative, data)
         found = self.findings_in(relative, data, category, lines, types)
         if relative.endswith(PYTHON_SUFFIXES):
+            found = _without_string_pieces(data, found)
             self.tail_candidates += _keyword_values(data, found)
         if any(f.shape in _HOME_SHAPES for f in found):
             script = shell.interpreter(relative, data[:200].decode("utf-8", "replace")) is not None
@@ -495,7 +529,7 @@ class Scanner:
             return None
         if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
             return None  # an inlined image or video, not a folder
-        if hit.group in ("temp", "absolute") and context.in_container(data, line_start, hit.start):
+        if hit.group in ("home", "temp", "absolute") and context.in_container(data, line_start, hit.start):
             return None  # docker exec NAME /scripts/x.sh: the container's own layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
@@ -641,7 +675,12 @@ def _windows_path(text: str, json: bool, named: bool) -> bool:
     """
     if _TEXT_ESCAPE.fullmatch(text) and not named:
         return False
+    if _REGEX_AFTER_DRIVE.match(text):
+        return False  # sed's s:\-.*$:: or a pattern's \. : an escaped metacharacter, never a folder's name
     return not (json and text[2] == "\\" and text[3:4] != "\\")
+
+
+_REGEX_AFTER_DRIVE = re.compile(r"[A-Za-z]:\\+[-.*^$\[(+?|{]")
 
 
 # Files whose absolute paths are not this machine's: an image's own layout, ignore patterns

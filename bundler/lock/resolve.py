@@ -191,6 +191,15 @@ def _resolve_standing_in(
 BUILD_CONSTRAINTS = "build-constraints.txt"
 
 
+def constrained_builds(folder: Path, constraint: str) -> dict[str, str]:
+    """The environment that gives every isolated build of a resolution ``constraint`` ({} when there is none)."""
+    if not constraint:
+        return {}
+    (folder / BUILD_CONSTRAINTS).write_text(constraint + "\n", encoding="utf-8")
+    file = str(folder / BUILD_CONSTRAINTS)
+    return {"PIP_BUILD_CONSTRAINT": file, "UV_BUILD_CONSTRAINT": file}
+
+
 def _constrained_note(failed_log: str, constraint: str) -> str:
     found = prepare_failure(failed_log) or metadata_failure(failed_log)
     who = f"{found[0]}=={found[1]}" if found and found[0] and found[1] else (found[0] if found and found[0] else "a source archive")
@@ -242,11 +251,7 @@ def _resolve_once(
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
-        build_env = {}
-        if constraint:
-            (work_dir / BUILD_CONSTRAINTS).write_text(constraint + "\n", encoding="utf-8")
-            file = str(work_dir / BUILD_CONSTRAINTS)
-            build_env = {"PIP_BUILD_CONSTRAINT": file, "UV_BUILD_CONSTRAINT": file}
+        build_env = constrained_builds(work_dir, constraint)
         if kept:  # both resolvers keep an output file's pins that still fit
             (work_dir / "lock.txt").write_text(kept, encoding="utf-8")
         if spec.resolver == "uv":

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bundler.contracts.dropped import build_constraint_for
 from bundler.contracts.syslibs import bundle_line
 from bundler.engine import BaseImage, Engine, EngineFailure, Mount, RunSpec
 from bundler.errors import BuildError, ExternalError
@@ -240,6 +241,12 @@ def build_in_container(
         say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
     progress = CompileProgress(name, say) if against is not None else None
     code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}", progress)
+    constraint = build_constraint_for(log) if code != 0 and against is None else ""
+    if constraint:  # its setup imports what the build tools pip installs no longer ship: once more, with the release that does
+        say(f"{name}=={version}'s setup imports a module only `{constraint}` still ships: building it again with that constraint…")
+        (out / ".build-constraints.txt").write_text(constraint + "\n", encoding="utf-8")
+        constrained = env | {"PIP_CONSTRAINT": "/out/.build-constraints.txt", "PIP_BUILD_CONSTRAINT": "/out/.build-constraints.txt"}
+        code, log = _run_builder(engine, image, script, constrained, mounts, f"{name}=={version}", progress)
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:
         raise build_failure(name, version, sdist, code, log, against, inputs)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bundler.contracts.dropped import build_constraint_for
 from bundler.errors import BundlerError, ExternalError, LockError
 from bundler.lock.hashes import hash_body, project_files
 from bundler.lock.pinfiles import check_exact_pins
@@ -122,8 +123,8 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
         # archives whose build imports torch: resolved, never hashed
         stand_ins = StandIns(Path(local) / "stand-ins", probe=_torch_probe(spec, settings, pairs, indexes, engine_name, say))
 
-        def attempt_with(kept: str | None) -> Attempt:
-            return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes)
+        def attempt_with(kept: str | None, constraint: str = "") -> Attempt:
+            return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes, constraint)
 
         attempt = attempt_with(previous_body if kept_pins else None)
         notes, retried = early_notes, False
@@ -136,6 +137,12 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
         if attempt.code != 0 and _unnamed_archive(spec, attempt.log):  # again with -v: pip then says which archive it was
             standing = [stand_ins.url] if stand_ins.archives else []
             attempt = _resolve_once(spec, settings, pairs, urls + standing, previous_body if kept_pins else None, engine_name, True)
+        constraint = build_constraint_for(attempt.log) if attempt.code != 0 else ""
+        if constraint:  # a setup older than the build tools pip installs for it: once more, with the release that still fits
+            failed = attempt
+            attempt = attempt_with(previous_body if kept_pins else None, constraint)
+            if attempt.code == 0:
+                notes.append(_constrained_note(failed.log, constraint))
         if attempt.code != 0:
             error = resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
             if retried and isinstance(error, LockError):
@@ -162,10 +169,14 @@ def _resolve_standing_in(
     engine_name: str | None,
     stand_ins: StandIns,
     indexes: list[tuple[str, str]],
+    constraint: str = "",
 ) -> Attempt:
     """One resolution; each time it fails on a source archive whose build imports torch, that archive's
-    dependencies (read from its metadata) stand in for it and it runs again."""
-    attempt = _resolve_once(spec, settings, pairs, urls + ([stand_ins.url] if stand_ins.archives else []), kept, engine_name)
+    dependencies (read from its metadata) stand in for it and it runs again. ``constraint``: a build constraint
+    for every isolated build (``setuptools<82``)."""
+    attempt = _resolve_once(
+        spec, settings, pairs, urls + ([stand_ins.url] if stand_ins.archives else []), kept, engine_name, constraint=constraint
+    )
     for _ in range(MAX_ROUNDS):
         failure = torch_build_failure(attempt.log) if attempt.code != 0 else None
         if failure is None:
@@ -173,8 +184,29 @@ def _resolve_standing_in(
         name, version = failure
         files = [item for _, url in indexes for item in _listed(url, name, settings)]
         stand_ins.add(name, version, files, wanted_specifier(name, spec.compiled_input), spec.target)
-        attempt = _resolve_once(spec, settings, pairs, urls + [stand_ins.url], kept, engine_name)
+        attempt = _resolve_once(spec, settings, pairs, urls + [stand_ins.url], kept, engine_name, constraint=constraint)
     return attempt
+
+
+BUILD_CONSTRAINTS = "build-constraints.txt"
+
+
+def constrained_builds(folder: Path, constraint: str) -> dict[str, str]:
+    """The environment that gives every isolated build of a resolution ``constraint`` ({} when there is none)."""
+    if not constraint:
+        return {}
+    (folder / BUILD_CONSTRAINTS).write_text(constraint + "\n", encoding="utf-8")
+    file = str(folder / BUILD_CONSTRAINTS)
+    return {"PIP_BUILD_CONSTRAINT": file, "UV_BUILD_CONSTRAINT": file}
+
+
+def _constrained_note(failed_log: str, constraint: str) -> str:
+    found = prepare_failure(failed_log) or metadata_failure(failed_log)
+    who = f"{found[0]}=={found[1]}" if found and found[0] and found[1] else (found[0] if found and found[0] else "a source archive")
+    return (
+        f"{who}'s setup imports a module only `{constraint}` still ships: its requirements were read with `{constraint}` in its "
+        "isolated build environment, and `bundler build` builds it the same way"
+    )
 
 
 def _listed(url: str, name: str, settings: PipSettings) -> list:
@@ -213,20 +245,22 @@ def _resolve_once(
     kept: str | None,
     engine_name: str | None,
     verbose: bool = False,
+    constraint: str = "",
 ) -> Attempt:
-    """One resolution, on this host or in the Target's image."""
+    """One resolution, on this host or in the Target's image; ``constraint`` constrains every isolated build's tools."""
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
+        build_env = constrained_builds(work_dir, constraint)
         if kept:  # both resolvers keep an output file's pins that still fit
             (work_dir / "lock.txt").write_text(kept, encoding="utf-8")
         if spec.resolver == "uv":
             cache = str(cache_dir())
             argv = uv_argv(spec.target, urls, "lock.txt")
-            completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache), capture_output=True, text=True)
+            completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache) | build_env, capture_output=True, text=True)
             attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}")
         elif spec.host_mismatch:
-            ran = _resolve_in_container(spec, settings, pairs, urls, work_dir, engine_name, verbose)
+            ran = _resolve_in_container(spec, settings, pairs, urls, work_dir, engine_name, verbose, bool(constraint))
             attempt = Attempt(ran.exit_code, ran.output, f"container {ran.image}", f"pip-tools {_piptools_version()}")
         else:
             cache = str(cache_dir())
@@ -240,7 +274,7 @@ def _resolve_once(
                 "lock.txt",
                 REQUIREMENTS_IN,
             ]
-            env = pip_environment(settings, cache, settings.cert)
+            env = pip_environment(settings, cache, settings.cert) | build_env
             completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
             attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}")
         if attempt.code == 0:
@@ -271,6 +305,7 @@ def _resolve_in_container(
     work_dir: Path,
     engine_name: str | None,
     verbose: bool = False,
+    constrained: bool = False,
 ) -> ContainerRun:
     from bundler.engine import Mount, RunSpec, base_image
 
@@ -280,6 +315,8 @@ def _resolve_in_container(
     _check_architecture(client, image, spec.target.platform)
     volumes, env = _lock_volumes(spec, settings, pairs, urls)
     volumes[str(work_dir)] = {"bind": "/work", "mode": "rw"}
+    if constrained:
+        env["PIP_BUILD_CONSTRAINT"] = f"/work/{BUILD_CONSTRAINTS}"
     args = _compile_args(urls, settings, "/cache", verbose)
     venv = f"/cache/venv-pip25-py{spec.target.python}-{image_id.split(':')[-1][:12]}"
     script = "\n".join(

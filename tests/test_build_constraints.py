@@ -85,3 +85,16 @@ def test_the_builder_builds_such_an_archive_again_with_the_constraint(tmp_path, 
     wheel, _ = wheelbuild._wheel_for(item, "k", SimpleNamespace(pins=(), indexes=[]), bundle, docker_engine, base, said.append)
     assert wheel.name == "oldsetup-1.0-py3-none-any.whl"
     assert any("building it again with that constraint" in line for line in said)
+
+
+def test_a_build_against_torch_installs_the_constraint_over_the_locks_release_in_its_own_environment(tmp_path):
+    from bundler.image import builder, torchenv
+    from tests.test_torchext import CPU311
+
+    plan = torchenv.plan(CPU311, "local/base:1", "torch==2.13.0+cpu", "a" * 64, ["ninja"])
+    against = builder.AgainstTorch(plan, [], ["setuptools==84.2.1"], tmp_path)
+    (tmp_path / "env").mkdir()
+    steps = builder.torch_script("python3.11", "mmcv-2.0.1.tar.gz", against, tmp_path / "env", "setuptools<82").split("; ")
+    install = steps.index("$V -m pip install -q 'setuptools<82'")
+    assert steps.index("$V -m pip install -q -c /env/constraints.txt ninja") < install < len(steps) - 1
+    assert "setuptools<82" not in builder.torch_script("python3.11", "x.tar.gz", against, tmp_path / "env")

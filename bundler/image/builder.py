@@ -137,8 +137,9 @@ class AgainstTorch:
     cache: Path
 
 
-def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Path) -> str:
-    """The builder's shell script for a build against torch (its files written into ``env_folder``, mounted at /env)."""
+def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Path, constraint: str = "") -> str:
+    """The builder's shell script for a build against torch (its files written into ``env_folder``, mounted at /env);
+    ``constraint`` (``setuptools<82``) is installed over the lock's release in this throwaway build environment."""
     lines = [f"/wheels/{w.path.relative_to(against.cache).as_posix()} --hash=sha256:{w.sha256}" for w in against.wheels]
     (env_folder / "torch.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (env_folder / "constraints.txt").write_text("\n".join(against.constraints) + "\n", encoding="utf-8")
@@ -157,6 +158,7 @@ def torch_script(python: str, sdist: str, against: AgainstTorch, env_folder: Pat
             'export PATH="/tmp/venv/bin:$PATH"',  # torch finds ninja (installed in the venv) on PATH, else compiles one file at a time
             "$V -m pip install -q --no-index --no-deps --require-hashes -r /env/torch.txt",
             f"$V -m pip install -q -c /env/constraints.txt {requires}" if requires else "true",
+            f"$V -m pip install -q {shlex.quote(constraint)}" if constraint else "true",
             "echo \"bundler: building against torch $($V -c 'import torch; print(torch.__version__)') with MAX_JOBS=$MAX_JOBS\"",
             f'$V -m pip wheel -v --no-build-isolation --no-deps --no-cache-dir -w /out "/in/{sdist}"',  # -v: its compiler lines
         ]
@@ -241,11 +243,13 @@ def build_in_container(
         say(f"Building a wheel of {name}=={version} from {sdist.name} for the Target…")
     progress = CompileProgress(name, say) if against is not None else None
     code, log = _run_builder(engine, image, script, env, mounts, f"{name}=={version}", progress)
-    constraint = build_constraint_for(log) if code != 0 and against is None else ""
+    constraint = build_constraint_for(log) if code != 0 else ""
     if constraint:  # its setup imports what the build tools pip installs no longer ship: once more, with the release that does
         say(f"{name}=={version}'s setup imports a module only `{constraint}` still ships: building it again with that constraint…")
         (out / ".build-constraints.txt").write_text(constraint + "\n", encoding="utf-8")
         constrained = env | {"PIP_CONSTRAINT": "/out/.build-constraints.txt", "PIP_BUILD_CONSTRAINT": "/out/.build-constraints.txt"}
+        if against is not None:  # no isolation: the build environment itself gets that release
+            script, constrained = torch_script(python, sdist.name, against, out / ".env", constraint), env
         code, log = _run_builder(engine, image, script, constrained, mounts, f"{name}=={version}", progress)
     wheels = sorted(out.glob("*.whl"))
     if code != 0 or len(wheels) != 1:

@@ -8,6 +8,8 @@ import that fails on one. Standard library only (a copy ships in diagnostics/).
 
 from __future__ import annotations
 
+import re
+
 # module: (the distribution that shipped it, its first release without it, what to know when pinning below it)
 DROPPED = {"pkg_resources": ("setuptools", "82", "torch needs setuptools>=77, so 77-81 fits")}
 
@@ -21,3 +23,16 @@ def pin_that_ships(module: str) -> str:
     """The requirement that still ships ``module`` (``setuptools<82``), or "" when no release dropped it."""
     found = dropped_from(module)
     return f"{found[0]}<{found[1]}" if found else ""
+
+
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def build_constraint_for(output: str) -> str:
+    """The pin that ships a module a failed build's isolated environment lacked (``setuptools<82`` for a setup that
+    imports pkg_resources): a build constraint that lets that build run; "" when the output names no such module."""
+    for module in reversed(_MISSING_MODULE.findall(output)):
+        pin = pin_that_ships(module)
+        if pin:
+            return pin
+    return ""

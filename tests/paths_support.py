@@ -79,3 +79,16 @@ def build_tree(root: Path, files: dict[str, str | bytes]) -> Path:
         else:
             path.write_text(content, encoding="utf-8")
     return root
+
+
+def found_in(root: Path, name: str | None = None) -> list[tuple[str, int, str, str]]:
+    """(file, line, shape, category) of every finding of a scan of ``root`` (of one file with ``name``)."""
+    from bundler.portability import scan as paths
+
+    return [(f.file, f.line, f.shape, f.category) for f in paths.scan(root).findings if name is None or f.file == name]
+
+
+def code_notebook(*sources: list[str]) -> str:
+    """A notebook of one code cell (no outputs) per source."""
+    cells = [{"cell_type": "code", "execution_count": 1, "metadata": {}, "source": s, "outputs": []} for s in sources]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"

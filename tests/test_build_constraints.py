@@ -3,11 +3,9 @@ again with the release that still ships it as a build constraint, instead of ref
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
-import tarfile
 from types import SimpleNamespace
 
 import pytest
@@ -16,6 +14,7 @@ from bundler.contracts.dropped import build_constraint_for
 from bundler.fsutil import sha256_file
 from bundler.image import wheelbuild
 from bundler.lock.resolve import constrained_builds
+from tests.deps_support import write_archive
 
 # pip's own words when an isolated build's setup.py imports pkg_resources (setuptools 82 and later)
 OLD_SETUP_LOG = """  Getting requirements to build wheel: started
@@ -40,15 +39,8 @@ SETUP = "import pkg_resources\nfrom setuptools import setup\nsetup(name='oldsetu
 
 
 def _sdist(folder):
-    path = folder / "oldsetup-1.0.tar.gz"
-    with tarfile.open(path, "w:gz") as archive:
-        files = {"setup.py": SETUP, "oldsetup.py": "VALUE = 1\n", "PKG-INFO": "Metadata-Version: 2.1\nName: oldsetup\nVersion: 1.0\n"}
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"oldsetup-1.0/{name}")
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return path
+    files = {"setup.py": SETUP, "oldsetup.py": "VALUE = 1\n", "PKG-INFO": "Metadata-Version: 2.1\nName: oldsetup\nVersion: 1.0\n"}
+    return write_archive(folder / "oldsetup-1.0.tar.gz", {f"oldsetup-1.0/{name}": text for name, text in files.items()})
 
 
 @pytest.mark.slow

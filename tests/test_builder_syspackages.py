@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import io
-import tarfile
 from types import SimpleNamespace
 
 import pytest
@@ -14,6 +12,7 @@ from bundler.errors import BuildError
 from bundler.fsutil import sha256_file
 from bundler.image import builder, wheelbuild
 from bundler.target.syspackages import build_needs, provides
+from tests.deps_support import write_archive
 
 # Lines as the tools print them: gcc, pkg-config (two generations), sh and bash, Python's subprocess.
 LOGS = {
@@ -74,18 +73,8 @@ PyMODINIT_FUNC PyInit_sndver(void) { return PyModule_Create(&module); }
 
 
 def _sdist(folder):
-    path = folder / "sndver-1.0.tar.gz"
-    with tarfile.open(path, "w:gz") as archive:
-        for name, text in {
-            "setup.py": SETUP,
-            "sndver.c": SOURCE,
-            "PKG-INFO": "Metadata-Version: 2.1\nName: sndver\nVersion: 1.0\n",
-        }.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"sndver-1.0/{name}")
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return path
+    files = {"setup.py": SETUP, "sndver.c": SOURCE, "PKG-INFO": "Metadata-Version: 2.1\nName: sndver\nVersion: 1.0\n"}
+    return write_archive(folder / "sndver-1.0.tar.gz", {f"sndver-1.0/{name}": text for name, text in files.items()})
 
 
 @pytest.mark.docker

@@ -7,21 +7,9 @@ Fixtures of our own, written as the rule reads (README of the hand labels), not 
 
 from __future__ import annotations
 
-import json
-
 from bundler.portability import fix as pathfix
 from bundler.portability import scan as paths
-from tests.paths_support import build_tree
-
-
-def _found(root, name=None):
-    return [(f.file, f.line, f.shape, f.category) for f in paths.scan(root).findings if name is None or f.file == name]
-
-
-def _notebook(*sources):
-    cells = [{"cell_type": "code", "execution_count": 1, "metadata": {}, "source": s, "outputs": []} for s in sources]
-    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
-
+from tests.paths_support import build_tree, code_notebook, found_in
 
 # --- a bare string in a notebook's code cell is documentation, as in a .py file -------------------
 
@@ -30,8 +18,8 @@ def test_a_path_in_a_bare_string_of_a_notebook_cell_is_documentation_and_one_out
     disabled = ["x = 1\n", '"""\n', "Old loading, kept for reference:\n", "d = load('/data/ana/old.pkl')\n", '"""\n']
     live = ["!ls /data/ana\n", "y = load('/data/ana/new.pkl')\n", 's = """text"""\n']
     magic = ["%%bash\n", '"""\n', "cp /data/ana/a /data/ana/b\n"]
-    root = build_tree(tmp_path / "p", {"nb.ipynb": _notebook(disabled, live, magic)})
-    categories = {(line, category) for _, line, _, category in _found(root)}
+    root = build_tree(tmp_path / "p", {"nb.ipynb": code_notebook(disabled, live, magic)})
+    categories = {(line, category) for _, line, _, category in found_in(root)}
     lines = (root / "nb.ipynb").read_text().splitlines()
     at = {text: number for number, text in enumerate(lines, 1)}
     assert (at["    \"d = load('/data/ana/old.pkl')\\n\","], "docs") in categories
@@ -54,7 +42,7 @@ def test_an_api_objects_run_path_is_no_folder_and_another_objects_run_argument_i
         'runner.run("/data/ana/set")\n'
     )
     root = build_tree(tmp_path / "p", {"pull.py": code})
-    assert [(line, category) for _, line, _, category in _found(root)] == [(4, "code"), (5, "code")]
+    assert [(line, category) for _, line, _, category in found_in(root)] == [(4, "code"), (5, "code")]
 
 
 # --- a join from the root builds an absolute path --------------------------------------------------
@@ -84,7 +72,7 @@ def test_a_txt_of_printed_metrics_is_code_and_a_txt_of_prose_with_a_number_docum
     )
     prose = "Notes\n\nThe weights are under /home/ana/.cache/hub.\nWe used lr: 0.001 there.\nIt trained well.\n\nEnd.\n"
     root = build_tree(tmp_path / "p", {"exp/description.txt": records, "notes.txt": prose})
-    found = {(name, category) for name, _, _, category in _found(root)}
+    found = {(name, category) for name, _, _, category in found_in(root)}
     assert found == {("exp/description.txt", "code"), ("notes.txt", "docs")}
 
 
@@ -101,7 +89,7 @@ def test_a_dot_folder_a_script_creates_through_a_variable_is_portable_wherever_i
         'cp "$DATA/train.csv" .\n'
     )
     root = build_tree(tmp_path / "p", {"setup.sh": script})
-    found = {(line, category) for _, line, _, category in _found(root)}
+    found = {(line, category) for _, line, _, category in found_in(root)}
     assert {(2, "portable"), (4, "portable"), (5, "code")} <= found  # line 5's folder is only read: the user's own
     assert [f.line for f in paths.scan(root).failing] == [5]
 

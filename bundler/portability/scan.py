@@ -228,7 +228,7 @@ def _without_string_pieces(data: bytes, found: list[Finding]) -> list[Finding]:
             start, end = context.line_span(data, finding.line)
             assigned = _ASSIGNED_LITERAL.fullmatch(data, start, end)
             whole = assigned is not None and assigned.group(3).decode("utf-8", "replace") == finding.text
-            if whole and _only_string_pieces(data, assigned.group(1), start, end):
+            if whole and assigned is not None and _only_string_pieces(data, assigned.group(1), start, end):
                 continue
         kept.append(finding)
     return kept

@@ -16,8 +16,8 @@ replaced), so a re-lock asks the indexes only about new pins.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +26,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from bundler.errors import BundlerError, ExternalError, LockError
+from bundler.fsutil import atomic_write_text
 from bundler.lock.hashes import IndexFile, version_matches
 from bundler.lock.requirements import read_lines
 from bundler.lock.sources import PYPI_SIMPLE, first_fitting_release, index_files, is_sdist, python_ceiling, target_tags, wheel_fits
@@ -164,10 +165,5 @@ def _known_fits() -> set[str]:
 
 
 def _remember(fits: set[str]) -> None:
-    path = _fits_file()
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        partial.write_text(json.dumps(sorted(fits)), encoding="utf-8")
-        os.replace(partial, path)
-    except OSError:
-        partial.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # a cache: a failed write only costs the next lock a look-up
+        atomic_write_text(_fits_file(), json.dumps(sorted(fits)))

@@ -229,12 +229,9 @@ def _known_requires() -> dict[str, list[str]]:
 
 
 def _remember_requires(known: dict[str, list[str]]) -> None:
-    import os
+    import contextlib
 
-    path = _requires_file()
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    try:
-        partial.write_text(json.dumps(known, sort_keys=True), encoding="utf-8")
-        os.replace(partial, path)
-    except OSError:
-        partial.unlink(missing_ok=True)
+    from bundler.fsutil import atomic_write_text
+
+    with contextlib.suppress(OSError):  # a cache: a failed write only costs the next lock a look-up
+        atomic_write_text(_requires_file(), json.dumps(known, sort_keys=True))

@@ -138,9 +138,17 @@ def real_torch_index(root: Path, wheel: Path, tag: str = "cpu") -> str:
     return (Path(root) / "whl").as_uri()
 
 
-def _page(folder: Path, filenames: list[str]) -> None:
+def _page(folder: Path, filenames: list[str], requires_python: dict[str, str] | None = None) -> None:
+    """A PEP 503 page; ``requires_python`` gives a file's ``data-requires-python`` (escaped, as PyPI serves it)."""
     folder.mkdir(parents=True, exist_ok=True)
-    links = "".join(f'<a href="../../../files/{html.escape(name)}">{html.escape(name)}</a>\n' for name in sorted(set(filenames)))
+    said = requires_python or {}
+
+    def attribute(name: str) -> str:
+        return f' data-requires-python="{html.escape(said[name])}"' if name in said else ""
+
+    links = "".join(
+        f'<a href="../../../files/{html.escape(name)}"{attribute(name)}>{html.escape(name)}</a>\n' for name in sorted(set(filenames))
+    )
     (folder / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
 
 

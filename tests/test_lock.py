@@ -182,6 +182,16 @@ def test_conflicting_pins_are_summarised_in_two_lines_and_the_old_lock_stays(tmp
     assert lock.read_bytes() == before
 
 
+def test_what_was_noted_before_resolving_is_repeated_in_the_refusal(tmp_path, indexed, monkeypatch):
+    noted = "requirements.in:2: numpy==1.26.4 was made for Python ≤ 3.8, likely to fail to build"
+    monkeypatch.setattr("bundler.lock.resolve.check_exact_pins", lambda spec, say: [noted])
+    project = make_project(tmp_path / "p", requirements="torch==2.9.1\nnumpy==1.26.4\nnumpy==2.1.0\n")
+    with pytest.raises(LockError) as raised:
+        run_lock(load_bundle(project), cpu=True)
+    assert raised.value.message.endswith(f" Noted before resolving: {noted}.")
+    assert "numpy==1.26.4" in raised.value.message.split("Noted before")[0]  # the resolver's own words come first
+
+
 def test_unreachable_index_is_an_external_error_and_the_old_lock_stays(tmp_path, indexed, monkeypatch):
     project = make_project(tmp_path / "p")
     run_lock(load_bundle(project), cpu=True)

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from bundler.errors import ExternalError, LockError
-from bundler.lock.hashes import hash_body
+from bundler.lock.hashes import hash_body, project_files
 from bundler.pipsettings import PipSettings
 
 WHEEL = b"not really a wheel, but bytes with a digest"
@@ -24,7 +24,10 @@ PAGES = {
         "torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl</a>\n"
         '<a href="/files/torch-2.9.1%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=' + "c" * 64 + '">'
         "torch-2.9.1+cu128-cp311-cp311-manylinux_2_28_x86_64.whl</a>\n"
-        '<a href="/files/torch-2.9.0-cp311-cp311-manylinux_2_28_x86_64.whl#sha256=' + "d" * 64 + '">'
+        '<a data-requires-python="&gt;=3.9,&lt;3.14" href="/files/torch-2.9.0-cp311-cp311-manylinux_2_28_x86_64.whl#sha256='
+        + "d"
+        * 64
+        + '">'
         "torch-2.9.0-cp311-cp311-manylinux_2_28_x86_64.whl</a>\n",
     ),
     # PEP 691 JSON with relative URLs (the shape of a mirror whose JSON API pip-tools cannot match)
@@ -37,6 +40,8 @@ PAGES = {
                         "filename": "triton-3.5.1-cp311-cp311-manylinux_2_27_x86_64.whl",
                         "url": "../../files/t.whl",
                         "hashes": {"sha256": HASH_B},
+                        "requires-python": ">=3.10",
+                        "upload-time": "2025-11-20T10:00:00.000000Z",
                     },
                     {"filename": "triton-3.5.1.tar.gz", "url": "../../files/t.tar.gz", "hashes": {"sha256": HASH_A}},
                 ]
@@ -82,6 +87,17 @@ def test_hashes_come_from_the_pages_and_only_a_hashless_link_is_fetched(index):
     assert f"triton==3.5.1 \\\n    --hash=sha256:{HASH_A} \\\n    --hash=sha256:{HASH_B}\n" in hashed  # wheel and sdist
     assert f"filelock==3.20.0 \\\n    --hash=sha256:{hashlib.sha256(WHEEL).hexdigest()}\n" in hashed
     assert sorted(path for path in fetched if path.startswith("/files/")) == ["/files/filelock-3.20.0-py3-none-any.whl"]
+
+
+def test_the_pages_give_each_files_requires_python_and_upload_time_in_either_format(index):
+    url, _ = index
+    torch = {f.filename: f for f in project_files(url, "torch", PipSettings())}
+    assert torch["torch-2.9.0-cp311-cp311-manylinux_2_28_x86_64.whl"].requires_python == ">=3.9,<3.14"  # unescaped
+    assert torch["torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl"].requires_python == ""
+    triton = {f.filename: f for f in project_files(url, "triton", PipSettings())}
+    wheel = triton["triton-3.5.1-cp311-cp311-manylinux_2_27_x86_64.whl"]
+    assert (wheel.requires_python, wheel.upload_time) == (">=3.10", "2025-11-20T10:00:00.000000Z")
+    assert triton["triton-3.5.1.tar.gz"].requires_python == "" and wheel.url.endswith("/files/t.whl")
 
 
 def test_a_pin_no_index_lists_is_a_lock_error(index):

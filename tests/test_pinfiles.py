@@ -35,9 +35,16 @@ def pin_index(tmp_path, monkeypatch):
         "pure": [source_archive(files, "pure", "1.0")],
         "fine": [_wheel(files, "fine", "3.0", "py3-none-any", [])],
         "nowhere": [_wheel(files, "nowhere", "1.0", f"cp36-cp36m-{LINUX}", [])],
+        "capped": [
+            _wheel(files, "capped", "0.53.0", f"cp39-cp39-{LINUX}", []),
+            source_archive(files, "capped", "0.53.0"),
+            source_archive(files, "capped", "0.56.0"),
+            _wheel(files, "capped", "0.57.0", f"cp311-cp311-{LINUX}", []),
+        ],
     }
+    capped = {name: ">=3.6,<3.10" for name in layout["capped"][:2]} | {layout["capped"][2]: ">=3.7,<3.11"}
     for name, names in layout.items():
-        _page(pages / name, names)
+        _page(pages / name, names, capped if name == "capped" else None)
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv(
         "BUNDLER_INDEX_MAP", f"https://pypi.org/simple={pages.as_uri()} https://download.pytorch.org/whl={(tmp_path / 'empty').as_uri()}"
@@ -84,3 +91,22 @@ def test_a_fitting_pin_is_remembered_so_a_relock_asks_no_index(pin_index, monkey
     assert check_exact_pins(spec) == []
     unknown = spec_for(pin_index / "other", "wheelsonly==1.0\n")
     assert check_exact_pins(unknown) == []  # no index answers: the resolver will say what is missing in its words
+
+
+def test_a_pin_whose_requires_python_excludes_the_target_is_refused_with_the_first_release_that_admits_it(pin_index):
+    with pytest.raises(LockError) as raised:
+        check_exact_pins(spec_for(pin_index, "fine==3.0\ncapped==0.53.0\n"))
+    message = raised.value.message
+    assert message.startswith("1 exact pin of requirements.in cannot be installed for ")
+    assert "requirements.in:2: capped==0.53.0 declares Requires-Python >=3.6,<3.10, which excludes CPython 3.11" in message
+    assert "the first release that admits it: capped==0.57.0" in message  # 0.56.0's source archive stops at 3.10 too
+    assert "Loosen" not in raised.value.hint
+
+
+def test_a_release_that_admits_the_target_only_in_its_source_archive_is_not_refused_for_python(pin_index, tmp_path):
+    pages = pin_index / "index" / "pypi" / "simple"
+    files = pin_index / "index" / "files"
+    names = [_wheel(files, "later", "1.0", f"cp39-cp39-{LINUX}", []), source_archive(files, "later", "1.0")]
+    _page(pages / "later", names, {names[0]: "<3.10"})
+    notes = check_exact_pins(spec_for(tmp_path / "p2", "later==1.0\n"))
+    assert len(notes) == 1 and "likely to fail to build" in notes[0] and "Requires-Python" not in notes[0]

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bundler.lock.hashes import IndexFile
 from bundler.lock.piplog import metadata_failure, resolution_error
 from bundler.lock.resolve import _compile_args, _unnamed_archive
+from bundler.lock.sources import wheel_route
 from bundler.lock.spec import make_spec
 from bundler.pipsettings import host_pip_settings
 from bundler.target.bundle import load_bundle
@@ -61,3 +63,26 @@ def test_a_log_that_never_names_the_archive_is_still_no_conflict_of_the_pins(num
     error = resolution_error(numpy_spec, QUIET, "host", [], kept_pins=False)
     assert "does not name the archive" in error.message and OWN in error.message
     assert "not at fault" in error.hint and "Loosen" not in error.hint
+
+
+def _listed(*filenames: str) -> list[IndexFile]:
+    return [IndexFile(name, f"https://files.example/{name}", "") for name in filenames]
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        (["w-0.2.5.tar.gz", "w-0.3.0-cp311-cp311-manylinux2014_x86_64.whl"], "pin w==0.3.0, the first release with a wheel"),
+        (["w-0.2.5.tar.gz", "w-0.1.0-cp311-cp311-manylinux2014_x86_64.whl"], "pin w==0.1.0, the newest release with a wheel"),
+        (
+            ["w-0.2.5.tar.gz", "w-0.3.0-cp39-cp39-manylinux2014_x86_64.whl", "w-0.3.1-cp38-cp38-win_amd64.whl"],
+            "No release of w has a wheel for CPython 3.11 on linux_x86_64 (its wheels stop at CPython 3.9), so its source build",
+        ),
+        (["w-0.2.5.tar.gz", "w-0.3.0.tar.gz"], "No release of w publishes a wheel for linux_x86_64, so its source build must succeed"),
+        ([], "pin a release of w that publishes a wheel for the Target"),
+    ],
+)
+def test_the_route_offers_a_release_with_a_wheel_only_where_the_index_lists_one(numpy_spec, files, said):
+    route = wheel_route("w", "0.2.5", _listed(*files), numpy_spec.target)
+    assert said in route
+    assert ("No release" in route) == ("No release" in said)

@@ -26,7 +26,8 @@ from bundler.contracts.lockformat import unhashed_pin, with_hashes
 from bundler.errors import ExternalError, LockError
 from bundler.pipsettings import PipSettings, open_url
 
-_ANCHOR = re.compile(r"<a\s[^>]*?href=\"([^\"]+)\"[^>]*>([^<]*)</a>", re.IGNORECASE)
+_ANCHOR = re.compile(r"<a\s([^>]*)>([^<]*)</a>", re.IGNORECASE)
+_ATTRIBUTE = re.compile(r"([\w-]+)\s*=\s*(?:\"([^\"]*)\"|'([^']*)')")
 _ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 WORKERS = 8
 
@@ -36,6 +37,8 @@ class IndexFile:
     filename: str
     url: str
     sha256: str  # "" when the index gives none
+    requires_python: str = ""  # the file's Requires-Python as the index serves it (PEP 503 / 691); "" when it gives none
+    upload_time: str = ""  # ISO 8601 (PEP 700); "" when the index gives none
 
 
 def hash_body(body: str, index_urls: list[str], settings: PipSettings) -> str:
@@ -93,17 +96,29 @@ def project_files(index_url: str, name: str, settings: PipSettings) -> list[Inde
 
 def _json_files(text: str, page_url: str) -> list[IndexFile]:
     files = json.loads(text).get("files", [])
-    return [IndexFile(f["filename"], urljoin(page_url, f["url"]), f.get("hashes", {}).get("sha256", "")) for f in files]
+    return [
+        IndexFile(
+            f["filename"],
+            urljoin(page_url, f["url"]),
+            f.get("hashes", {}).get("sha256", ""),
+            f.get("requires-python") or "",
+            f.get("upload-time") or "",
+        )
+        for f in files
+    ]
 
 
 def _html_files(text: str, page_url: str) -> list[IndexFile]:
     files = []
-    for href, label in _ANCHOR.findall(text):
-        url = urljoin(page_url, html.unescape(href))
+    for attributes, label in _ANCHOR.findall(text):
+        found = {name.lower(): html.unescape(double or single) for name, double, single in _ATTRIBUTE.findall(attributes)}
+        if "href" not in found:
+            continue
+        url = urljoin(page_url, found["href"])
         plain, _, fragment = url.partition("#")
         digest = fragment[len("sha256=") :] if fragment.startswith("sha256=") else ""
         filename = html.unescape(label).strip() or unquote(plain.rsplit("/", 1)[-1])
-        files.append(IndexFile(filename, plain, digest))
+        files.append(IndexFile(filename, plain, digest, found.get("data-requires-python", "")))
     return files
 
 

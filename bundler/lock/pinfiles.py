@@ -4,7 +4,9 @@ An ``==`` pin of requirements.in (or an include) names one release, and the inde
 release's files: when none of its wheels fits the Target (CPython X.Y, Linux, its
 architecture) and it publishes no source archive, nothing of it can be installed, whatever
 the resolver does. Every such pin is refused at once, in one paragraph, each with the first
-release that has a wheel for the Target when the index lists one. A pin whose wheels stop
+release that has a wheel for the Target when the index lists one. A pin whose every file
+declares a Requires-Python that excludes the Target's CPython is refused the same way (pip
+and uv never install it there), with the first release that admits it. A pin whose wheels stop
 at older CPythons and that has only a source archive for the Target is named with them as
 likely to fail (made for an older Python: its build is older than the Target's compilers
 and build tools), or, when nothing is refused, kept as a note.
@@ -29,7 +31,17 @@ from bundler.errors import BundlerError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text
 from bundler.lock.hashes import IndexFile, version_matches
 from bundler.lock.requirements import read_lines
-from bundler.lock.sources import PYPI_SIMPLE, first_fitting_release, index_files, is_sdist, python_ceiling, target_tags, wheel_fits
+from bundler.lock.sources import (
+    PYPI_SIMPLE,
+    admits_python,
+    first_admitting_release,
+    first_fitting_release,
+    index_files,
+    is_sdist,
+    python_ceiling,
+    target_tags,
+    wheel_fits,
+)
 from bundler.lock.spec import LockSpec
 from bundler.pipsettings import cache_dir
 
@@ -109,6 +121,8 @@ def _finding(pin: ExactPin, indexes: list[str], target) -> Finding | None:
             return None
     if not files:
         return Finding(pin, True, "")  # no such release listed (or no index answered): the resolver says so in its words
+    if not any(admits_python(f, target.python) for f in files):
+        return _excluded_python(pin, files, listing, target)
     wheels = sorted({f.filename for f in files if f.filename.endswith(".whl")})
     sdists = sorted({f.filename for f in files if is_sdist(f.filename)})
     ceiling = python_ceiling(wheels)
@@ -126,6 +140,21 @@ def _finding(pin: ExactPin, indexes: list[str], target) -> Finding | None:
         True,
         f"{pin.where}: {pin.name}=={pin.version} was made for Python ≤ {ceiling[0]}.{ceiling[1]} (its wheels stop at CPython "
         f"{ceiling[0]}.{ceiling[1]}), so CPython {target.python} gets its source archive ({sdists[0]}), likely to fail to build{then}",
+    )
+
+
+def _excluded_python(pin: ExactPin, files: list[IndexFile], listing: list[IndexFile], target) -> Finding:
+    """The pin's every file says in its Requires-Python that the Target's CPython may not install it."""
+    said = sorted({f.requires_python for f in files if f.requires_python})
+    admitting = [f for f in listing if admits_python(f, target.python)]
+    first = first_fitting_release(admitting, pin.version, target_tags(target)) or first_admitting_release(
+        admitting, pin.version, target.python
+    )
+    then = f"; the first release that admits it: {pin.name}=={first}" if first else f"; no later release of {pin.name} admits it"
+    return Finding(
+        pin,
+        False,
+        f"{pin.where}: {pin.name}=={pin.version} declares Requires-Python {' / '.join(said)}, which excludes CPython {target.python}{then}",
     )
 
 
@@ -147,7 +176,8 @@ def _refusal(spec: LockSpec, refused: list[Finding], likely: list[Finding]) -> L
     return LockError(
         message,
         hint=f"Pin the release named for each (or a later one) in {spec.bundle.requirements}, or remove the pin, then `bundler lock`: "
-        "no resolver can install a release that publishes no file for the Target. The previous lock was not touched.",
+        "no resolver installs a release that publishes no file for the Target, or whose files exclude its Python. "
+        "The previous lock was not touched.",
         path=spec.bundle.root / spec.bundle.requirements,
     )
 

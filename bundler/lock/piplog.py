@@ -189,18 +189,13 @@ def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockErro
         )
     page = per_torch_index(name, spec.target)
     wheels = f" {name} publishes wheels for each torch build on {page}." if page else ""
-    first = _first_with_wheel(name, version, spec.target) if version else ""
-    release = (
-        f"pin {name}=={first}, the first release with a wheel for the Target"
-        if first
-        else (f"pin a release of {name} that publishes a wheel for the Target")
-    )
+    release = _wheel_route(name, version, spec.target)
     return LockError(
         f"{pin} cannot be resolved for {spec.target.describe()}: the release the resolver chose has no wheel the Target can "
         f"use, and its source archive's build failed while the resolver read its requirements. Its own output:\n  {output}\n{why}".rstrip(),
-        hint=f"The pins are not at fault: this release of {name} does not build here. Follow its own words above; or {release}; "
-        f"or build the wheel where it builds (`pip wheel --no-deps {pin} -w wheels/`) and list `./wheels/<the file>.whl` in "
-        "requirements.in." + wheels + " The previous lock was not touched.",
+        hint=f"The pins are not at fault: this release of {name} does not build here. {release}; or build the wheel where it "
+        f"builds (`pip wheel --no-deps {pin} -w wheels/`) and list `./wheels/<the file>.whl` in requirements.in." + wheels + " The "
+        "previous lock was not touched.",
         value=name,
     )
 
@@ -217,14 +212,15 @@ def _unnamed(spec: LockSpec, output: str) -> LockError:
     )
 
 
-def _first_with_wheel(name: str, version: str, target) -> str:
-    """The first release after ``version`` with a wheel for the Target, as PyPI lists them ("" when none or unknown)."""
-    from bundler.lock.sources import PYPI_SIMPLE, first_fitting_release, index_files, target_tags
+def _wheel_route(name: str, version: str, target) -> str:
+    """What to pin instead, or that no release has a wheel for the Target, as PyPI lists them."""
+    from bundler.lock.sources import PYPI_SIMPLE, index_files, wheel_route
 
     try:
-        return first_fitting_release(index_files(PYPI_SIMPLE, name), version, target_tags(target))
+        files = index_files(PYPI_SIMPLE, name) if version else []
     except (ExternalError, OSError, ValueError):
-        return ""
+        files = []
+    return wheel_route(name, version, files, target)
 
 
 def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:

@@ -127,7 +127,7 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
             return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes, constraint)
 
         attempt = attempt_with(previous_body if kept_pins else None)
-        notes, retried = early_notes, False
+        notes, retried = list(early_notes), False
         if attempt.code != 0 and kept_pins and _conflict(attempt.log):
             notes.append(
                 f"the previous lock's pins conflicted with {spec.bundle.requirements}, so everything was resolved again (as --upgrade does)"
@@ -145,6 +145,9 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
                 notes.append(_constrained_note(failed.log, constraint))
         if attempt.code != 0:
             error = resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
+            # said before resolving, they may be the cause, and the refusal is the paragraph read
+            if early_notes and isinstance(error, BundlerError):
+                error.message = error.message.rstrip(".") + ". Noted before resolving: " + "; ".join(early_notes) + "."
             if retried and isinstance(error, LockError):
                 error.hint = (
                     "Loosen or fix the pins named above: resolving again without the current lock's pins, as `bundler lock --upgrade` "

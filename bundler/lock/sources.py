@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -75,12 +76,51 @@ def file_version(filename: str) -> Version | None:
         return None
 
 
+def admits_python(file: IndexFile, python: str) -> bool:
+    """Whether the file's Requires-Python admits CPython ``python`` (X.Y): a file that says nothing, or says it
+    unreadably, admits every Python, as pip takes it."""
+    try:
+        return not file.requires_python or SpecifierSet(file.requires_python).contains(f"{python}.0", prereleases=True)
+    except InvalidSpecifier:
+        return True
+
+
+def first_admitting_release(files: list[IndexFile], after: str, python: str) -> str:
+    """The first final release newer than ``after`` whose files admit CPython ``python``; "" when none does."""
+    admitting = {file_version(f.filename) for f in files if admits_python(f, python)}
+    newer = sorted(v for v in admitting if v is not None and not v.is_prerelease and v > Version(after))
+    return str(newer[0]) if newer else ""
+
+
 def first_fitting_release(files: list[IndexFile], after: str, tags: set[Tag]) -> str:
     """The first final release newer than ``after`` with a wheel among ``files`` (one project's listing) that fits
     ``tags``; "" when the index lists none."""
     fitting = {file_version(f.filename) for f in files if f.filename.endswith(".whl") and wheel_fits(f.filename, tags)}
     newer = sorted(v for v in fitting if v is not None and not v.is_prerelease and v > Version(after))
     return str(newer[0]) if newer else ""
+
+
+def wheel_route(name: str, version: str, files: list[IndexFile], target) -> str:
+    """One sentence (no final stop) on what to do about a ``name==version`` whose source build fails on the Target:
+    the release with a wheel to pin, or that none exists, read from the project's listing ``files`` ([] when unread)."""
+    own = "follow its own words above"
+    if not files:
+        return f"Follow its own words above, or pin a release of {name} that publishes a wheel for the Target"
+    tags = target_tags(target)
+    first = first_fitting_release(files, version, tags)
+    if first:
+        return f"Follow its own words above, or pin {name}=={first}, the first release with a wheel for the Target"
+    fitting = {file_version(f.filename) for f in files if f.filename.endswith(".whl") and wheel_fits(f.filename, tags)}
+    finals = [v for v in fitting if v is not None and not v.is_prerelease]
+    if finals:
+        return f"Follow its own words above, or pin {name}=={max(finals)}, the newest release with a wheel for the Target"
+    ceiling = python_ceiling([f.filename for f in files if f.filename.endswith(".whl")])
+    if ceiling is not None:
+        return (
+            f"No release of {name} has a wheel for CPython {target.python} on {target.platform} (its wheels stop at CPython "
+            f"{ceiling[0]}.{ceiling[1]}), so its source build must succeed: {own}, or choose a Target on Python {ceiling[0]}.{ceiling[1]}"
+        )
+    return f"No release of {name} publishes a wheel for {target.platform}, so its source build must succeed: {own}"
 
 
 def python_ceiling(wheels: list[str]) -> tuple[int, int] | None:
@@ -144,7 +184,7 @@ def index_files(index: str, project: str) -> list[IndexFile]:
     where the page gives it or the file is on this host (a local index rarely carries hashes)."""
     settings = host_pip_settings()
     files = project_files(reachable_url(index, index_map(), settings), project, settings)
-    return [IndexFile(f.filename, f.url, f.sha256 or _local_hash(f.url)) for f in files]
+    return [replace(f, sha256=f.sha256 or _local_hash(f.url)) for f in files]
 
 
 def _local_hash(url: str) -> str:

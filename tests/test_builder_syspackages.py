@@ -30,6 +30,13 @@ LOGS = {
     ],
     "x.cpp:3:10: fatal error: Eigen/Core: No such file or directory": [("the header Eigen/Core", "libeigen3-dev")],
     "fatal error: our_own_thing.h: No such file or directory\nerror: command 'gcc' failed": [],
+    # Pillow 6's setup, then CMake's two spellings
+    "RequiredDependencyException: jpeg\n\nThe headers or library files could not be found for jpeg,\n"
+    "a required dependency when compiling Pillow from source.": [("the library jpeg", "libjpeg-dev")],
+    "CMake Error at /usr/share/cmake-3.25/Modules/FindPackageHandleStandardArgs.cmake:230 (message):\n"
+    "  Could NOT find ZLIB (missing: ZLIB_LIBRARY ZLIB_INCLUDE_DIR)": [("the library ZLIB", "zlib1g-dev")],
+    'Could not find a package configuration file provided by "Boost" with any of': [("the library Boost", "libboost-dev")],
+    "Could NOT find OurOwnThing (missing: OurOwnThing_DIR)": [],
 }
 
 
@@ -40,7 +47,7 @@ def test_what_a_build_log_lacks_is_read_as_the_debian_package_that_has_it(log, e
 
 def test_the_tables_sections_all_name_debian_packages():
     table = provides()
-    names = [package for section in ("headers", "pkgconfig", "build_programs") for package in table[section].values()]
+    names = [package for section in ("headers", "pkgconfig", "build_programs", "build_libraries") for package in table[section].values()]
     assert names and all(syslibs.bundle_line([name]) == f'system_packages = ["{name}"]' for name in names)
     assert all(name == name.lower() and " " not in name for name in names)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-SECTIONS = ("libraries", "programs", "messages", "headers", "pkgconfig", "build_programs")
+SECTIONS = ("libraries", "programs", "messages", "headers", "pkgconfig", "build_programs", "build_libraries")
 _SONAME_STEM = re.compile(r"^(.+?\.so)(?:\.[0-9.]*)?$")
 _MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
 
@@ -44,12 +44,19 @@ _MISSING_MODULE = re.compile(
     r"Package '?([\w.+-]+?)'?,? (?:required by '[^'\n]*', not found|was not found in the pkg-config search path)"
     r"|No package '([\w.+-]+)' found"
 )
+_MISSING_NAMED = re.compile(
+    r"headers or library files could not be found for ([\w.+-]+)"
+    r"|Could not find a package configuration file provided by \"([\w.+-]+)\""
+    r"|Could NOT find ([\w.+-]+)",
+    re.IGNORECASE,
+)
 _MISSING_PROGRAM = re.compile(r"(?<![\w.+-])([\w.+-]+)(?::| executable)? (?:command )?not found|No such file or directory: '([\w.+-]+)'")
 
 
 def build_needs(table: dict, log: str) -> list[tuple[str, str]]:
     """(what a source build's log says it lacks, the Debian package with it), once per package, in the log's order:
-    a header the compiler names, a module pkg-config cannot find, a configuration program the setup runs."""
+    a header the compiler names, a module pkg-config cannot find, a library a setup or CMake names, a configuration
+    program the setup runs."""
     found: dict[str, str] = {}
     hits = [(m.start(), f"the header {m.group(1)}", table["headers"].get(m.group(1), "")) for m in _MISSING_HEADER.finditer(log)]
     hits += [
@@ -59,6 +66,11 @@ def build_needs(table: dict, log: str) -> list[tuple[str, str]]:
     hits += [
         (m.start(), f"the program {m.group(1) or m.group(2)}", table["build_programs"].get(m.group(1) or m.group(2), ""))
         for m in _MISSING_PROGRAM.finditer(log)
+    ]
+    hits += [
+        (m.start(), f"the library {name}", table["build_libraries"].get(name.lower(), ""))
+        for m in _MISSING_NAMED.finditer(log)
+        for name in [m.group(1) or m.group(2) or m.group(3)]
     ]
     for _, what, package in sorted(hits):
         if package and package not in found.values():

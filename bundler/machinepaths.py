@@ -76,11 +76,11 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         + rb"+)+)",
         rb"(?P<remote>:(?:~|/|[\w.-]+/|[\w*-][\w.*-]*)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
         rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
-        rb"(?P<built>/(?:home|[Uu]sers)/?(?=[\"']\s*(?:\+|,)))",
+        rb"(?P<built>/(?:home|[Uu]sers)/?(?=\\?[\"']\s*(?:\+|,)))",  # \" too: a notebook's JSON
     ]
     if general:
         segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb")+"  # /scratch/${ACCOUNT}/x is absolute too
-        parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=[\"']\s*(?:\+|,))|/(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_][\w.+-]*[\"']))")
+        parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=\\?[\"']\s*(?:\+|,))|/(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_][\w.+-]*[\"']))")
         parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
         parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|$))")
     patterns = []
@@ -254,10 +254,13 @@ def joined(data: bytes, start: int) -> bool:
 
 
 def concatenated_folder(data: bytes, start: int) -> bool:
-    """Is the string at ``start`` a folder that something is added to (``"/scratch/" + user``)?"""
+    """Is the string at ``start`` a folder that something is added to (``"/scratch/" + user``, in a notebook's JSON
+    ``\\"/content/\\" + name`` too)?"""
     quote = data[start - 1 : start]
-    close = data.find(quote, start)
-    return close > start and data[close - 1] == 0x2F and data[close + 1 : close + 16].lstrip()[:1] == b"+"
+    closing = b"\\" + quote if data[start - 2 : start - 1] == b"\\" else quote
+    close = data.find(closing, start)
+    after = close + len(closing)
+    return close > start and data[close - 1] == 0x2F and data[after : after + 16].lstrip()[:1] == b"+"
 
 
 def preceded_ok(group: str, data: bytes, start: int) -> bool:

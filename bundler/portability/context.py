@@ -57,11 +57,16 @@ class Spans:
         return index >= 0 and offset < self.spans[index][1]
 
 
-EXAMPLE_FILE = re.compile(r"(?i)\.(?:example|sample|template|tmpl|dist)$")
+# An example or template a person copies and fills in (``config.example``, ``conda.sh_template``,
+# ``path_config_template.json``); a script or a notebook named so still runs as it is.
+EXAMPLE_FILE = re.compile(
+    r"(?i)(?:\.(?:example|sample|template|tmpl|dist)"
+    r"|[._-](?:example|sample|template|tmpl)(?:\.(?:json|ya?ml|toml|ini|cfg|conf|env|xml|properties))?)$"
+)
 
 # --- remote commands ----------------------------------------------------------------------
 
-_REMOTE_PREFIX = re.compile(rb"(?:[\w.-]+@)?[\w.-]*[A-Za-z][\w.-]*:$")
+_REMOTE_PREFIX = re.compile(rb"(?:(?:[\w.-]|\$\{?\w+\}?)+@)?[\w.-]*[A-Za-z][\w.-]*:$")  # ${USER}@host: too
 _TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone|ssh)\b")
 _SSH_COMMAND = re.compile(rb"(?:^|[;&|(`{]|\$\(|\bexec\s|\bsudo\s|[\"'])\s*ssh\s+(?!-keygen)", re.M)
 _SSH_HEREDOC = re.compile(rb"\bssh\b[^\n]*<<-?\s*[\"']?(\w+)")
@@ -95,6 +100,19 @@ def is_remote(data: bytes, line_start: int, start: int) -> bool:
     if word < start and _REMOTE_PREFIX.match(data, word, start) and (b"@" in data[word:start] or _TRANSFER.search(data, line_start, start)):
         return True
     return ssh_runs(data, line_start, start)
+
+
+# A dataset's own record of how it was made (netCDF/CF's ``history`` attribute, as xarray, ncdump or an HTML repr print
+# it): the commands the provider ran on its machine, ``grib_to_netcdf … -o /cache/data7/x.nc``.
+_PROVENANCE = re.compile(rb"(?i)\bhistory\b\s*(?:</span>\s*</dt>\s*<dd>|:|=)")
+_PROVENANCE_END = re.compile(rb"</dd>|\\n|\n")
+
+
+def in_provenance(data: bytes, line_start: int, start: int) -> bool:
+    """Is the path at ``start`` inside a dataset's ``history`` attribute, a record of another machine's commands?"""
+    window = max(line_start, start - 400)
+    ends = [match.end() for match in _PROVENANCE.finditer(data, window, start)]
+    return bool(ends) and _PROVENANCE_END.search(data, ends[-1], start) is None
 
 
 # ssh's options that take a value (``-i key.pem``, ``-F config``, ``-o IdentityFile=…``): local files, not the other machine's.
@@ -245,6 +263,33 @@ def name_words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
 
+# --- names in a namespace that is no file system: USD prims, ROS topics, HDF5 groups -------------
+
+# Words of a key or keyword whose value is a name in another namespace, written with slashes: a USD stage's prim
+# (``prim_path="/World/ground"``, ``mesh_prim_paths=[…]``), a ROS topic (``topic: /camera/image_raw``), an XPath.
+_NAMESPACE_WORDS = frozenset({"prim", "prims", "topic", "topics", "xpath"})
+_NAMESPACE_KEY = re.compile(rb"([A-Za-z_][\w-]*)\\?[\"']?\s*[:=(]\s*\[?\s*\\?[\"']?$")
+# A call that takes such a name first: ROS 1/2 topics, services and parameters, an HDF5 file's groups, USD's stage.
+_NAMESPACE_CALL = re.compile(
+    rb"\b(?:Subscriber|Publisher|create_subscription|create_publisher|create_service|create_client|ServiceProxy"
+    rb"|wait_for_service|wait_for_message|(?:get|set|has|delete|search)_param|create_group|require_group"
+    rb"|GetPrimAtPath|DefinePrim|get_prim_at_path|define_prim|is_prim_path_valid)\(\s*[rRuUbBfF]{0,2}[\"']$"
+)
+
+
+def namespace_name(data: bytes, line_start: int, start: int) -> bool:
+    """Is the path at ``start`` a name in a namespace that is no file system: a USD prim, a ROS topic, service or
+    parameter, an HDF5 group, a CloudWatch log group? It names the same thing on every machine."""
+    window = max(line_start, start - 60)
+    if _NAMESPACE_CALL.search(data, window, start) is not None:
+        return True
+    key = _NAMESPACE_KEY.search(data, window, start)
+    if key is None:
+        return False
+    words = set(name_words(key.group(1).decode("utf-8", "replace")))
+    return bool(words & _NAMESPACE_WORDS) or ("group" in words and any("log" in word for word in words))  # awslogs-group
+
+
 # --- IPython's shortened home where the home was / -----------------------------------------
 
 _NAMED_TILDE = re.compile(r"~([A-Za-z_][\w.-]*)(/.*)")
@@ -308,14 +353,17 @@ _CONTAINER_SIDES = (
     re.compile(rb"(?:mountPath|mount_path|containerPath)[\"']?\s*[:=]\s*[\"']?(/[^\s\"',]+)"),  # Kubernetes
     re.compile(rb"(?mi)^\s*WORKDIR\s+[\"']?(/[^\s\"']+)"),  # a Dockerfile's own folders
     re.compile(rb"(?mi)^\s*(?:COPY|ADD)\s+(?:--\S+\s+)*[^\n]*\s[\"']?(/[^\s\"']+?)/?[\"']?\s*$"),
+    re.compile(rb"--mount[ =]+[\"']?[^\s\"']*?\b(?:target|dst|destination)=(/[^\s,\"']+)"),  # --mount type=bind,source=x,target=/data
+    re.compile(rb"(?:\s-B|--bind)[ =]+[\"']?[^\s:\"',]+:(/[^\s:,\"']+)"),  # apptainer exec --bind /host:/data
 )
 _TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", "/media", "/scratch"})
-_CONTAINER_HINTS = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY ")
+_CONTAINER_HINTS = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY ", b"--mount")
+_CONTAINER_HINTS += (b"--bind", b"-B ", b"FROM ")
 
 
 # The folders a container is sure to see as its own: a bind's container side, a Dockerfile's WORKDIR. A home
 # folder is the container's only under one of these (a config's ``mount_path: /root/data`` is no container's).
-BIND_SIDES = (_CONTAINER_SIDES[0], _CONTAINER_SIDES[1], _CONTAINER_SIDES[4])
+BIND_SIDES = (_CONTAINER_SIDES[0], _CONTAINER_SIDES[1], _CONTAINER_SIDES[4], _CONTAINER_SIDES[6], _CONTAINER_SIDES[7])
 
 
 def container_folders(data: bytes, patterns: tuple[re.Pattern[bytes], ...] = _CONTAINER_SIDES) -> set[str]:
@@ -330,7 +378,25 @@ def container_folders(data: bytes, patterns: tuple[re.Pattern[bytes], ...] = _CO
             folder = match.group(1).decode("utf-8", "replace").rstrip("/")
             if folder and not folder.startswith("//") and folder not in _TOO_BROAD:
                 found.add(folder)
+    if b"FROM" in data or b"from" in data:
+        for match in _FROM_LINE.finditer(data):
+            image = match.group(1).decode("utf-8", "replace").lower()
+            found.update(folder for prefix, folder in BASE_WORKDIRS.items() if image.startswith(prefix))
     return found
+
+
+# The working folder well-known base images start in, where a Dockerfile that builds on them sets none
+# (``RUN git clone …`` in pytorch/pytorch lands in /workspace).
+BASE_WORKDIRS = {
+    "pytorch/pytorch": "/workspace",
+    "nvcr.io/nvidia/pytorch": "/workspace",
+    "nvcr.io/nvidia/tensorflow": "/workspace",
+    "nvcr.io/nvidia/cuda": "/workspace",
+    "jupyter/": "/home/jovyan",
+    "quay.io/jupyter/": "/home/jovyan",
+    "tensorflow/tensorflow": "/tf",
+}
+_FROM_LINE = re.compile(rb"(?mi)^\s*FROM\s+(?:--\S+\s+)*([\w./:${}-]+)")
 
 
 def under_container_folder(text: str, folders: set[str]) -> bool:
@@ -409,6 +475,10 @@ TOOL_DOTFILES = frozenset(
     | {".conda", ".condarc", ".mamba", ".npm", ".nvm", ".cargo", ".rustup", ".pyenv", ".docker", ".kube", ".aws"}
     | {".azure", ".kaggle", ".keras", ".torch", ".huggingface", ".nv", ".cupy", ".triton", ".jupyter", ".ipython"}
     | {".matplotlib", ".theano", ".theanorc", ".mujoco", ".sky", ".singularity", ".apptainer", ".vscode-server"}
+    # ML libraries' own per-user caches and settings, made by the library on any machine
+    | {".allennlp", ".fastai", ".mxnet", ".chainer", ".dgl", ".deepface", ".insightface", ".EasyOCR", ".u2net", ".gluoncv"}
+    | {".paddleocr", ".paddlenlp", ".paddlehub", ".pytorch_pretrained_bert", ".imageio", ".mim", ".streamlit", ".neptune"}
+    | {".clearml", ".comet.config", ".wandb", ".mlflow", ".dvc", ".ray", ".nemo", ".lightning"}
 )
 _LOOKUP_NEXT = re.compile(r"\s*\)?\s*\}?\s*(?:,|/|\+|\\\\)\s*(?:[rRuUbBfF]{0,2}[\"'])?[/\\]*(?P<first>[^\"'/\\,)\s}]+)")
 
@@ -459,11 +529,18 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
             return not _cache_folder([tree]) and _SCRATCH_VARIABLE.search(data, max(line_start, start - 60), start) is None
     if any(tuple(parts[: len(root)]) == root and _cache_folder(parts[len(root) : len(root) + 1]) for root in roots):
         return False  # /tmp/.cache/torch/checkpoints: a cache kept in scratch, refilled on any machine
+    if any(
+        tuple(parts[: len(root)]) == root and _TOOL_SCRATCH.fullmatch(parts[len(root)] if len(parts) > len(root) else "") for root in roots
+    ):
+        return False  # /tmp/pip-req-build-x1y2z3/…, /tmp/tmpa8b_c9d0: a tool's own folder of the moment, printed as it ran
     if named and _OUTPUT_WORDS.search(text.encode("utf-8", "replace")):
         return True  # the folder's own name says it keeps results: /tmp/checkpoints, /tmp/outputs/run1
     return named and any(not inside_url(data, line_start, m.start()) for m in _OUTPUT_WORDS.finditer(data, line_start, start))
 
 
+# The folders tools make for one run and remove after it: pip's build and unpack folders, tempfile.mkdtemp()'s
+# ``tmp`` and eight random characters, a kernel's or a worker's folder named by its process.
+_TOOL_SCRATCH = re.compile(r"pip-[\w-]+|tmp[a-z0-9_]{8}|ipykernel_\d+|pymp-[a-z0-9_]{8}|easy_install-[\w-]+|torchinductor_[\w.-]+")
 # A variable the system or a tool reads as its scratch: XDG_RUNTIME_DIR=/tmp/$USER/x, TMPDIR=…, a cache's.
 _SCRATCH_VARIABLE = re.compile(rb"(?i)(?:te?mp|runtime|cache)\w*[\"'\]]*\s*=\s*[rRuUfF]?[\"']?$")
 _PLACEHOLDER_TREE = re.compile(rb"(?:\{[\w.()\[\]]+\}|\$\{?[A-Za-z_]\w*\}?|\$\([^()\n]*\))/([\w.-]+)")

@@ -18,6 +18,9 @@ from bundler.portability.context import name_words
 # NAME = "/folder" as a statement of its own (a trailing comment allowed); the "=" first, for a fast search.
 _VALUE = re.compile(rb"""=[ \t]*[rRuU]?(["'])(/[A-Za-z_][\w.+-]*)/?\1[ \t]*(?:#[^\n]*)?$""", re.M)
 _TARGET = re.compile(rb"[ \t]*([A-Za-z_]\w*)[ \t]*")
+# The same statement as a line of a notebook's code cell, in its JSON text: "    root = \"/content\"\n",
+_CELL_VALUE = re.compile(rb"""=[ \t]*[rRuU]?(\\"|')(/[A-Za-z_][\w.+-]*)/?\1[ \t]*(?:#[^\n"]*)?(?:\\n)?",?[ \t]*$""", re.M)
+_CELL_TARGET = re.compile(rb'[ \t]*"[ \t]*([A-Za-z_]\w*)[ \t]*')
 _NAME_ARGUMENT = rb"\(\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\s*[,)]"
 _HEADS = (  # (a literal the file must hold, where a name is a path's head); each starts with its literal, searched fast
     (b"}/", re.compile(rb"\{(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\}/")),  # f"{cluster.FS}/{user}"
@@ -25,7 +28,7 @@ _HEADS = (  # (a literal the file must hold, where a name is a path's head); eac
     (b"makedirs(", re.compile(rb"makedirs" + _NAME_ARGUMENT)),
     (b"chdir(", re.compile(rb"chdir" + _NAME_ARGUMENT)),
 )
-_ANY_VALUE = re.compile(rb"=[ \t]?[rRuU]?[\"']/")
+_ANY_VALUE = re.compile(rb"=[ \t]?[rRuU]?\\?[\"']/")
 _NOT_FOLDER_WORDS = frozenset({"url", "urls", "uri", "api", "endpoint", "route", "routes", "prefix", "pattern", "regex"})
 
 
@@ -38,13 +41,15 @@ class Assignment:
 
 
 def assignments(relative: str, data: bytes) -> list[Assignment]:
-    """``NAME = "/folder"`` statements in one Python file, the folder none of the system's."""
+    """``NAME = "/folder"`` statements in one Python file or notebook's code, the folder none of the system's."""
     if _ANY_VALUE.search(data) is None:
         return []
+    cell = relative.endswith(".ipynb")
+    value, target_pattern = (_CELL_VALUE, _CELL_TARGET) if cell else (_VALUE, _TARGET)
     found = []
-    for match in _VALUE.finditer(data):
+    for match in value.finditer(data):
         line_start = data.rfind(b"\n", 0, match.start()) + 1
-        target = _TARGET.fullmatch(data, line_start, match.start())
+        target = target_pattern.fullmatch(data, line_start, match.start())
         folder = match.group(2).decode("utf-8", "replace")
         if target is None or folder[1:] in FHS_TOP or portable_absolute(folder):
             continue

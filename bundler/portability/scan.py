@@ -24,7 +24,7 @@ from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, boundary_before, line_
 from bundler.portability import context, homevars, rooted, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
-from bundler.portability.notebook import DATA, MARKDOWN, SOURCE, NotebookLocator, cell_types
+from bundler.portability.notebook import DATA, MARKDOWN, OUTPUT, SOURCE, NotebookLocator, cell_types
 from bundler.portability.tails import TailParameters, keyword_call
 from bundler.portability.walk import WalkEntry, generated_file, walk
 
@@ -152,7 +152,7 @@ _CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".co
 def _declares_containers(relative: str) -> bool:
     """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles."""
     name = relative.rsplit("/", 1)[-1]
-    return name.endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
+    return name.lower().endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
 
 
 _HOME_SHAPES = ("tilde", "home-var", "home-lookup")
@@ -404,6 +404,9 @@ class Scanner:
             self.path_heads |= rooted.path_heads(data)
             self.expanded_and_made |= homevars.expanded_and_made(data)
             self.rooted += [(a, data) for a in rooted.assignments(relative, data)]
+        elif relative.endswith(".ipynb"):  # its code cells build paths as a module does
+            self.path_heads |= rooted.path_heads(data)
+            self.rooted += [(a, data) for a in rooted.assignments(relative, data)]
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
                 folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))
@@ -415,11 +418,12 @@ class Scanner:
                 result.not_checked.append(Skipped(relative, "malformed notebook (not valid JSON with a list of cells)"))
                 return
         lines = self.candidate_lines(data, code=os.path.splitext(relative)[1].lower() not in _NOT_CODE)
-        if not lines:
-            return
-        if _declares_containers(relative):  # a bind's container side is an absolute path: only files with a trigger
+        if _declares_containers(relative) and (lines or _BUILD_FILE.match(os.path.basename(relative))):
+            # a bind's container side is an absolute path, so only files with a trigger; a Dockerfile's base image too
             self.container_folders |= context.container_folders(data)
             self.container_homes |= {f for f in context.container_folders(data, context.BIND_SIDES) if f.startswith(("/home/", "/root/"))}
+        if not lines:
+            return
         if not data.isascii():
             encoding = decode(data)[1]
             if encoding != "utf-8":
@@ -527,6 +531,8 @@ class Scanner:
             return None
         if hit.group in ("home", "temp", "absolute") and context.markup_or_regex(data, hit.start):
             return None
+        if hit.group in ("home", "temp", "absolute") and context.namespace_name(data, line_start, hit.start):
+            return None  # prim_path="/World/ground", Subscriber("/camera/image"): no folder
         if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
             return None  # an inlined image or video, not a folder
         if hit.group in ("home", "temp", "absolute") and context.in_container(data, line_start, hit.start):
@@ -547,7 +553,8 @@ class Scanner:
         found = found.rstrip(".") if shape != "home-lookup" else found
         if category != "docs" and place.is_docs(hit.start):
             category = "docs"
-        if shape == "remote" or context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
+        printed_history = kind == OUTPUT and context.in_provenance(data, line_start, hit.start)
+        if shape == "remote" or printed_history or context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
             category = "remote"
         elif place.ci and category != "docs" and not self._portable(shape, found, data, end):
             category = "remote"  # a CI service's config: the folders of its runner, another machine

@@ -357,8 +357,8 @@ _CONTAINER_SIDES = (
     re.compile(rb"(?:\s-B|--bind)[ =]+[\"']?[^\s:\"',]+:(/[^\s:,\"']+)"),  # apptainer exec --bind /host:/data
 )
 _TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", "/media", "/scratch"})
-_CONTAINER_HINTS = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR", b"COPY ", b"--mount")
-_CONTAINER_HINTS += (b"--bind", b"-B ", b"FROM ")
+_CONTAINER_HINTS: tuple[bytes, ...] = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR")
+_CONTAINER_HINTS += (b"COPY ", b"--mount", b"--bind", b"-B ", b"FROM ")
 
 
 # The folders a container is sure to see as its own: a bind's container side, a Dockerfile's WORKDIR. A home

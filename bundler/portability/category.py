@@ -42,6 +42,8 @@ def category_of(relative: str, data: bytes = b"") -> str:
     name, suffix = path.name.lower(), path.suffix.lower()
     if suffix == ".ipynb":
         return "notebook"
+    if name == "cmakelists.txt":
+        return "code"  # CMake's build script, whatever its suffix says
     if context.EXAMPLE_FILE.search(name):
         return "docs"
     if any(part.lower() in DOCS_DIRS for part in path.parts[:-1]):

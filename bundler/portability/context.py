@@ -239,7 +239,24 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
         return True
     if _COMMENT_LINE.match(data, line_start) and _documents_web_option(data, line_start):
         return True
-    return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None
+    return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None and _in_defaults_list(data, line_start)
+
+
+_LIST_ITEM = re.compile(rb"[ \t]*(?:-|#)")
+_DEFAULTS_KEY = re.compile(rb"[ \t]*defaults[ \t]*:[ \t]*\r?$")
+
+
+def _in_defaults_list(data: bytes, line_start: int) -> bool:
+    """Is this list item one of a Hydra ``defaults:`` list (and not any YAML list of paths: ``- /root/data/x``)?"""
+    at = line_start
+    for _ in range(200):
+        if at == 0:
+            return False
+        previous = data.rfind(b"\n", 0, at - 1) + 1
+        if not _LIST_ITEM.match(data, previous, at - 1):
+            return _DEFAULTS_KEY.fullmatch(data, previous, at - 1) is not None
+        at = previous
+    return False
 
 
 def _documents_web_option(data: bytes, line_start: int) -> bool:

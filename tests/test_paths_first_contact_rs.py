@@ -18,13 +18,13 @@ def _failing(root) -> list[tuple[str, int, str]]:
     return [(file, line, shape) for file, line, shape, category in found_in(root) if category in ("code", "config", "notebook")]
 
 
-def test_a_template_a_person_fills_in_is_documentation_and_a_script_named_example_still_runs(tmp_path):
+def test_a_template_a_person_fills_in_is_documentation_and_a_config_or_script_named_example_still_runs(tmp_path):
     root = build_tree(
         tmp_path / "p",
         {
             "config/env.sh_template": 'export PATH="/home/ana/miniconda3/bin:$PATH"\n',
             "config/paths_template.json": '{"db": "/projects/lab/db/choice.db"}\n',
-            "config/settings-sample.yaml": "data: /data/ana/set\n",
+            "config/run_example.yaml": "data: /data/ana/set\n",
             "run_example.sh": "python train.py --data /home/ana/set\n",
         },
     )
@@ -32,7 +32,7 @@ def test_a_template_a_person_fills_in_is_documentation_and_a_script_named_exampl
     assert {(file, category) for file, _, _, category in found if file.startswith("config/")} == {
         ("config/env.sh_template", "docs"),
         ("config/paths_template.json", "docs"),
-        ("config/settings-sample.yaml", "docs"),
+        ("config/run_example.yaml", "config"),
     }
     assert ("run_example.sh", 1, "home", "code") in found
 

@@ -58,10 +58,11 @@ class Spans:
 
 
 # An example or template a person copies and fills in (``config.example``, ``conda.sh_template``,
-# ``path_config_template.json``); a script or a notebook named so still runs as it is.
+# ``path_config_template.json``). A config named ``*_example.yaml`` is often run as it is, and a script or a
+# notebook named so always is: only a template's name says it must be filled in first.
 EXAMPLE_FILE = re.compile(
     r"(?i)(?:\.(?:example|sample|template|tmpl|dist)"
-    r"|[._-](?:example|sample|template|tmpl)(?:\.(?:json|ya?ml|toml|ini|cfg|conf|env|xml|properties))?)$"
+    r"|[._-](?:template|tmpl)(?:\.(?:json|ya?ml|toml|ini|cfg|conf|env|xml|properties))?)$"
 )
 
 # --- remote commands ----------------------------------------------------------------------

@@ -263,6 +263,16 @@ def concatenated_folder(data: bytes, start: int) -> bool:
     return close > start and data[close - 1] == 0x2F and data[after : after + 16].lstrip()[:1] == b"+"
 
 
+_VARIABLE_BEFORE = re.compile(rb"(?<![\w$\\])\$\{?[A-Za-z_]\w*\}?$")
+
+
+def variable_before(data: bytes, line_start: int, start: int) -> bool:
+    """Is the users folder at ``start`` glued to a site's shell variable (``$PROJECT/users/ana``, ``${WORK}/home/x``)?
+    ``$HOME``, ``$USER`` and ``$PWD`` are not a site's: their own shapes read them."""
+    found = _VARIABLE_BEFORE.search(data, max(line_start, start - 40), start)
+    return found is not None and found.group(0).strip(b"${}") not in (b"HOME", b"USER", b"PWD")
+
+
 def preceded_ok(group: str, data: bytes, start: int) -> bool:
     """What may come right before a path of ``group``: never a word (but a terminal colour code or a glued flag)."""
     if start == 0:
@@ -444,14 +454,20 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
     for priority, (group, pattern) in enumerate(patterns):
         for start, end in _spans(pattern, data, line_start, line_end, chains):
             if group == "home":
-                start = path_start(data, line_start, start)
-                if start is None:
+                begin = path_start(data, line_start, start)
+                if variable_before(data, line_start, start):
+                    group = "built"  # $PROJECT/users/ana/src: a user's folder under a site's variable, made by hand
+                elif begin is None:
                     continue
+                else:
+                    start = begin
             if group == "remote":
                 colon, start = start, remote_start(data, line_start, start)
                 if start is None or (_bare_name(data, colon, end) and not _user_and_copy(data, line_start, line_end, start, colon)):
                     continue
-            if not (preceded_ok(group, data, start) or any(start == wrapped for _, wrapped in chains)):
+            if group == "built" and variable_before(data, line_start, start):
+                pass
+            elif not (preceded_ok(group, data, start) or any(start == wrapped for _, wrapped in chains)):
                 continue
             if group == "windows" and WINDOWS_SYSTEM.match(data[start:line_end].decode("latin-1")):
                 continue

@@ -17,3 +17,14 @@ def test_a_yaml_list_of_paths_is_read_and_only_a_hydra_defaults_list_names_confi
     hydra = "defaults:\n  - override /hydra/launcher: submitit\n  # a comment\n  - /model/base\n"
     root = build_tree(tmp_path / "p", {"sweep.yaml": sweep, "conf/config.yaml": hydra})
     assert found_in(root) == [("sweep.yaml", 4, "home", "config"), ("sweep.yaml", 5, "absolute", "config")]
+
+
+def test_a_users_folder_under_a_sites_variable_is_a_home_left_to_a_person(tmp_path):
+    script = (
+        "srun python $PROJECT/users/ana/src/train.py\n"
+        "export HOME=${WORK}/home/ana\n"
+        "ls data/home/bob $PWD/home/x\n"
+        "cp out $HOME/users/keep/\n"
+    )
+    root = build_tree(tmp_path / "p", {"job.sh": script})
+    assert [(line, shape) for _, line, shape, _ in found_in(root) if shape != "home-var"] == [(1, "home-built"), (2, "home-built")]

@@ -25,6 +25,7 @@ from bundler.contracts.dropped import build_constraint_for
 from bundler.errors import BundlerError, ExternalError, LockError
 from bundler.lock.hashes import hash_body, project_files
 from bundler.lock.pinfiles import check_exact_pins
+from bundler.lock.staleness import stale_notes
 from bundler.lock.piplog import metadata_failure, prepare_failure, resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN, project_index
 from bundler.lock.spec import LockSpec
@@ -155,6 +156,7 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
                 )
             raise error
         body = hash_body(attempt.body, urls, settings)
+        notes += stale_notes(attempt.body, spec)
     remember({archive.sha256 for archive in stand_ins.archives.values()})
     notes += [
         f"{archive.name}=={archive.version}: {REASON}; its dependencies were read from its {archive.source}"

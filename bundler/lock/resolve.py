@@ -25,10 +25,10 @@ from bundler.contracts.dropped import build_constraint_for
 from bundler.errors import BundlerError, ExternalError, LockError
 from bundler.lock.hashes import hash_body, project_files
 from bundler.lock.pinfiles import check_exact_pins
-from bundler.lock.staleness import stale_notes
 from bundler.lock.piplog import metadata_failure, prepare_failure, resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN, project_index
 from bundler.lock.spec import LockSpec
+from bundler.lock.staleness import stale_notes
 from bundler.lock.torchbuild import MAX_ROUNDS, REASON, StandIns, remember, torch_build_failure, wanted_specifier
 from bundler.lock.uvresolve import uv_argv, uv_environment, uv_version
 from bundler.pipsettings import (

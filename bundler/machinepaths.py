@@ -75,7 +75,8 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         + _WIN_NAME
         + rb"+)+)",
         rb"(?P<remote>:(?:~|/|[\w.-]+/|[\w*-][\w.*-]*)[^\s\"'`;|<>]*)",  # the host before it is read back in Python (remote_start)
-        rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b)" + _VAR_TAIL + rb")",
+        # $USER_HOME$: the home as JetBrains IDEs write it in .idea files
+        rb"(?P<homevar>(?:\$HOME\b|\$\{HOME\}|%USERPROFILE%|%HOMEPATH%|\$env:USERPROFILE\b|\$env:HOME\b|\$USER_HOME\$)" + _VAR_TAIL + rb")",
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=\\?[\"']\s*(?:\+|,)))",  # \" too: a notebook's JSON
     ]
     if general:

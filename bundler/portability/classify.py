@@ -65,7 +65,7 @@ def split_home(shape: str, text: str) -> tuple[str, list[str]]:
 
 def folder_key(value: str) -> str:
     """One key per folder, whatever its spelling: ``$HOME/x``, ``${HOME}/x`` and ``~/x`` are one folder."""
-    key = re.sub(r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|\$env:USERPROFILE|\$env:HOME)(?=$|[\\/])", "~", value)
+    key = re.sub(r"^(?:\$HOME|\$\{HOME\}|%USERPROFILE%|\$env:USERPROFILE|\$env:HOME|\$USER_HOME\$)(?=$|[\\/])", "~", value)
     key = key.rstrip("/\\") or key
     if re.match(r"^[A-Za-z]:[\\/]", key):
         key = key[0].upper() + key[1:].replace("/", "\\")

@@ -58,12 +58,9 @@ class Spans:
 
 
 # An example or template a person copies and fills in (``config.example``, ``conda.sh_template``,
-# ``path_config_template.json``). A config named ``*_example.yaml`` is often run as it is, and a script or a
-# notebook named so always is: only a template's name says it must be filled in first.
-EXAMPLE_FILE = re.compile(
-    r"(?i)(?:\.(?:example|sample|template|tmpl|dist)"
-    r"|[._-](?:template|tmpl)(?:\.(?:json|ya?ml|toml|ini|cfg|conf|env|xml|properties))?)$"
-)
+# ``path_config_template.json``, ``train_template.slurm`` that code fills in). A config named ``*_example.yaml`` is
+# often run as it is, and Python named so always is: only a template's name says it must be filled in first.
+EXAMPLE_FILE = re.compile(r"(?i)(?:\.(?:example|sample|template|tmpl|dist)|[._-](?:template|tmpl)(?:\.(?!py$|ipynb$)\w+)?)$")
 
 # --- remote commands ----------------------------------------------------------------------
 
@@ -88,7 +85,7 @@ def remote_lines(data: bytes) -> Spans:
 
 # A deployment's server side as an IDE keeps it (PyCharm's <mapping deploy="/srv/x" local="$PROJECT_DIR$"/>,
 # remote interpreters' remoteRoot): the folder on the machine the project is uploaded to.
-_SERVER_SIDE = re.compile(rb"""\b(?:deploy|remoteRoot|remote-root|remotePath|REMOTE_ROOT)\s*=\s*["']$""")
+_SERVER_SIDE = re.compile(rb"""\b(?:deploy|remoteRoot|remote-root|remotePath|REMOTE_ROOT|rootFolder)\s*=\s*["']$""")
 
 
 def is_remote(data: bytes, line_start: int, start: int) -> bool:
@@ -366,7 +363,7 @@ def logical_line_start(data: bytes, line_start: int, most: int = 20) -> int:
 
 _CONTAINER_SIDES = (
     re.compile(rb"(?:\s-v|--volume)[ =]+\S+:(/[^\s:\"']+)"),  # docker run -v host:/ctr, -v "${X}"/y:/ctr:ro
-    re.compile(rb"(?m)^\s*-\s*[\"']?[^\s#]{2,}?:(/[^\s:\"'/][^\s:\"']*)"),  # compose: - ./data:/data
+    re.compile(rb"(?m)^\s*-(?!-)\s*[\"']?[^\s#]{2,}?:(/[^\s:\"'/][^\s:\"']*)"),  # compose: - ./data:/data (no --option)
     re.compile(rb"\bdocker\s+cp\s+\S+\s+[^\s:]+:(/[^\s:\"']+)"),  # docker cp x NAME:/ctr
     re.compile(rb"(?:mountPath|mount_path|containerPath)[\"']?\s*[:=]\s*[\"']?(/[^\s\"',]+)"),  # Kubernetes
     re.compile(rb"(?mi)^\s*WORKDIR\s+[\"']?(/[^\s\"']+)"),  # a Dockerfile's own folders
@@ -376,7 +373,7 @@ _CONTAINER_SIDES = (
 )
 _TOO_BROAD = frozenset({"/tmp", "/home", "/root", "/mnt", "/Users", "/content", "/media", "/scratch"})
 _CONTAINER_HINTS: tuple[bytes, ...] = (b"docker", b"podman", b"volume", b"mountPath", b"mount_path", b"containerPath", b"WORKDIR")
-_CONTAINER_HINTS += (b"COPY ", b"--mount", b"--bind", b"-B ", b"FROM ")
+_CONTAINER_HINTS += (b"COPY ", b"--mount", b"--bind", b"-B ", b"FROM ", b"--container-mounts")
 
 
 # The folders a container is sure to see as its own: a bind's container side, a Dockerfile's WORKDIR. A home
@@ -396,6 +393,13 @@ def container_folders(data: bytes, patterns: tuple[re.Pattern[bytes], ...] = _CO
             folder = match.group(1).decode("utf-8", "replace").rstrip("/")
             if folder and not folder.startswith("//") and folder not in _TOO_BROAD:
                 found.add(folder)
+    if b"--container-mounts" in data:  # Slurm's pyxis: --container-mounts=/host:/ctr:ro,/other:/data
+        for match in _PYXIS_MOUNTS.finditer(data):
+            for mount in match.group(1).decode("utf-8", "replace").split(","):
+                parts = mount.split(":")
+                same = len(parts) >= 2 and parts[0].rstrip("/") == parts[1].rstrip("/")  # the host's folder, shared as it is
+                if len(parts) >= 2 and not same and parts[1].startswith("/") and parts[1].rstrip("/") not in _TOO_BROAD:
+                    found.add(parts[1].rstrip("/"))
     if b"FROM" in data or b"from" in data:
         for match in _FROM_LINE.finditer(data):
             image = match.group(1).decode("utf-8", "replace").lower()
@@ -414,6 +418,7 @@ BASE_WORKDIRS = {
     "quay.io/jupyter/": "/home/jovyan",
     "tensorflow/tensorflow": "/tf",
 }
+_PYXIS_MOUNTS = re.compile(rb"--container-mounts[ =]+[\"']?([^\s\"']+)")
 _FROM_LINE = re.compile(rb"(?mi)^\s*FROM\s+(?:--\S+\s+)*([\w./:${}-]+)")
 
 

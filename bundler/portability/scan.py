@@ -51,7 +51,7 @@ _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fas
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
     (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
-    (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:)")),
+    (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:|USER_HOME\$)")),
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
     (b"@", re.compile(rb"@(?:[\w.-]+|\$\{?\w+\}?):")),
 )

@@ -454,21 +454,19 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
     chains = gdal_chains(data, line_start, line_end)
     for priority, (group, pattern) in enumerate(patterns):
         for start, end in _spans(pattern, data, line_start, line_end, chains):
-            if group == "home":
+            glued = group == "home" and variable_before(data, line_start, start)
+            if glued:
+                group = "built"  # $PROJECT/users/ana/src: a user's folder under a site's variable, made by hand
+            elif group == "home":
                 begin = path_start(data, line_start, start)
-                if variable_before(data, line_start, start):
-                    group = "built"  # $PROJECT/users/ana/src: a user's folder under a site's variable, made by hand
-                elif begin is None:
+                if begin is None:
                     continue
-                else:
-                    start = begin
+                start = begin
             if group == "remote":
                 colon, start = start, remote_start(data, line_start, start)
                 if start is None or (_bare_name(data, colon, end) and not _user_and_copy(data, line_start, line_end, start, colon)):
                     continue
-            if group == "built" and variable_before(data, line_start, start):
-                pass
-            elif not (preceded_ok(group, data, start) or any(start == wrapped for _, wrapped in chains)):
+            if not (glued or preceded_ok(group, data, start) or any(start == wrapped for _, wrapped in chains)):
                 continue
             if group == "windows" and WINDOWS_SYSTEM.match(data[start:line_end].decode("latin-1")):
                 continue

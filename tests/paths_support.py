@@ -92,3 +92,9 @@ def code_notebook(*sources: list[str]) -> str:
     """A notebook of one code cell (no outputs) per source."""
     cells = [{"cell_type": "code", "execution_count": 1, "metadata": {}, "source": s, "outputs": []} for s in sources]
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def output_notebook(source: list[str], outputs: list[dict]) -> str:
+    """A notebook of one code cell with ``outputs`` (nbformat output dicts)."""
+    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": source, "outputs": outputs}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"

@@ -8,10 +8,8 @@ Fixtures of our own, written as the rule reads (README of the hand labels), not 
 
 from __future__ import annotations
 
-import json
-
 from bundler.portability import scan as paths
-from tests.paths_support import build_tree, code_notebook, found_in
+from tests.paths_support import build_tree, code_notebook, found_in, output_notebook
 
 
 def _failing(root) -> list[tuple[str, int, str]]:
@@ -59,9 +57,7 @@ def test_a_tools_folder_of_the_moment_in_tmp_is_scratch_and_a_named_output_folde
         "Logs in /tmp/tmpa8b_c9d0/events.out\n",
         "checkpoints saved to /tmp/outputs/run1/model.pt\n",
     ]
-    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": ["!pip install ."]}
-    cell["outputs"] = [{"name": "stdout", "output_type": "stream", "text": printed}]
-    notebook = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    notebook = output_notebook(["!pip install ."], [{"name": "stdout", "output_type": "stream", "text": printed}])
     root = build_tree(tmp_path / "p", {"setup.ipynb": notebook})
     assert [f.text for f in paths.scan(root).failing] == ["/tmp/outputs/run1/model.pt"]
 
@@ -100,10 +96,8 @@ def test_a_printed_datasets_history_names_the_providers_machine_and_a_history_fi
         "/cache/data7/adaptor.mars.internal-1.nc /cache/tmp/x-tmp.grib</dd>"
     )
     text = ["Attributes:\n", "    history:  made by: tool -o /cache/data7/z.nc\n", "    saved_to:  /cache/data7/y.nc\n"]
-    cell = {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": ["ds"]}
     data = {"text/html": [html], "text/plain": text}
-    cell["outputs"] = [{"output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": data}]
-    notebook = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
+    notebook = output_notebook(["ds"], [{"output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": data}])
     root = build_tree(tmp_path / "p", {"era5.ipynb": notebook, "log.py": 'history = "/data/ana/history.txt"\n'})
     found = found_in(root)
     remote = [category for file, _, _, category in found if file == "era5.ipynb"]

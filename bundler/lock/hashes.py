@@ -41,13 +41,22 @@ class IndexFile:
     upload_time: str = ""  # ISO 8601 (PEP 700); "" when the index gives none
 
 
-def hash_body(body: str, index_urls: list[str], settings: PipSettings) -> str:
-    """pip-compile's body (``name==version`` lines) with every pin's ``--hash`` lines added."""
-    pins = [(pin.given_name, pin.version) for pin in map(unhashed_pin, body.splitlines()) if pin]
-    names = sorted({canonicalize_name(name) for name, _ in pins})
+Pages = dict[tuple[str, str], list[IndexFile]]  # (canonical name, index URL) -> the files that index lists
+
+
+def body_pages(body: str, index_urls: list[str], settings: PipSettings) -> Pages:
+    """Every index's page for every project pip-compile's body pins, read once (in parallel)."""
+    names = sorted({pin.name for pin in map(unhashed_pin, body.splitlines()) if pin})
     jobs = [(name, url) for name in names for url in index_urls]
     with ThreadPoolExecutor(WORKERS) as pool:
-        pages = dict(zip(jobs, pool.map(lambda job: project_files(job[1], job[0], settings), jobs), strict=True))
+        return dict(zip(jobs, pool.map(lambda job: project_files(job[1], job[0], settings), jobs), strict=True))
+
+
+def hash_body(body: str, index_urls: list[str], settings: PipSettings, pages: Pages | None = None) -> str:
+    """pip-compile's body (``name==version`` lines) with every pin's ``--hash`` lines added (from ``pages`` when the
+    caller has read them already)."""
+    pins = [(pin.given_name, pin.version) for pin in map(unhashed_pin, body.splitlines()) if pin]
+    pages = pages if pages is not None else body_pages(body, index_urls, settings)
     hashes = {}
     for name, version in pins:
         files = [f for url in index_urls for f in pages[(canonicalize_name(name), url)] if version_matches(f.filename, name, version)]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from bundler.contracts.dropped import build_constraint_for
 from bundler.errors import BundlerError, ExternalError, LockError
-from bundler.lock.hashes import hash_body, project_files
+from bundler.lock.hashes import body_pages, hash_body, project_files
 from bundler.lock.pinfiles import check_exact_pins
 from bundler.lock.piplog import metadata_failure, prepare_failure, resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN, project_index
@@ -155,8 +155,9 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
                     "does, conflicts all the same. The previous lock was not touched."
                 )
             raise error
-        body = hash_body(attempt.body, urls, settings)
-        notes += stale_notes(attempt.body, spec)
+        pages = body_pages(attempt.body, urls, settings)
+        body = hash_body(attempt.body, urls, settings, pages)
+        notes += stale_notes(attempt.body, spec, lambda name: [f for url in urls for f in pages.get((name, url), [])])
     remember({archive.sha256 for archive in stand_ins.archives.values()})
     notes += [
         f"{archive.name}=={archive.version}: {REASON}; its dependencies were read from its {archive.source}"

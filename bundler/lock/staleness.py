@@ -5,42 +5,34 @@ When the resolver backtracks, it may settle a direct dependency on a release yea
 the user finds out when that release fails to build or misbehaves on the rented machine. After
 resolving, each direct dependency that requirements.in does not hold back itself is compared
 with the newest final release whose files admit the Target's CPython, by the upload times the
-index gives (PEP 700): three years or more between them is a note, naming both releases.
+index pages give (PEP 700; the pages the lock's hashes were read from): three years or more
+between them is a note, naming both releases.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from bundler.contracts.lockformat import Pin, unhashed_pin
-from bundler.errors import ExternalError
 from bundler.lock.hashes import IndexFile
-from bundler.lock.sources import PYPI_SIMPLE, admits_python, file_version, index_files
+from bundler.lock.sources import admits_python, file_version
 from bundler.lock.spec import LockSpec
 from bundler.lock.torchbuild import wanted_specifier
 
 YEARS = 3
-WORKERS = 8
 
 
-def stale_notes(body: str, spec: LockSpec, listing=None) -> list[str]:
+def stale_notes(body: str, spec: LockSpec, listing: Callable[[str], list[IndexFile]]) -> list[str]:
     """A note for each direct dependency locked on a release ``YEARS`` or more older than the newest one the Target
-    could install and requirements.in admits; ``listing(name)`` gives a project's files (PyPI's by default)."""
-    listing = listing or _pypi_files
+    could install and requirements.in admits; ``listing(name)`` gives a project's files as the indexes list them."""
     direct = set(spec.requirements.direct) - set(spec.pins)
     pins = [pin for pin in map(unhashed_pin, body.splitlines()) if pin is not None and pin.name in direct]
-    with ThreadPoolExecutor(WORKERS) as pool:
-        listings = list(pool.map(lambda pin: listing(pin.name), pins))
-    notes = []
-    for pin, files in zip(pins, listings, strict=True):
-        note = _stale(pin, files, wanted_specifier(pin.name, spec.compiled_input), spec)
-        if note:
-            notes.append(note)
-    return notes
+    notes = [_stale(pin, listing(pin.name), wanted_specifier(pin.name, spec.compiled_input), spec) for pin in pins]
+    return [note for note in notes if note]
 
 
 def _stale(pin: Pin, files: list[IndexFile], wanted: SpecifierSet, spec: LockSpec) -> str:
@@ -77,10 +69,3 @@ def release_times(files: list[IndexFile], python: str) -> dict[Version, datetime
         when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
         times[version] = min(when, times.get(version, when))
     return times
-
-
-def _pypi_files(name: str) -> list[IndexFile]:
-    try:
-        return index_files(PYPI_SIMPLE, name)
-    except (ExternalError, OSError, ValueError):
-        return []  # a note only: an index that does not answer costs nothing

@@ -401,10 +401,8 @@ class Scanner:
             return  # the helper --fix writes: it looks the home up on purpose
         if relative.endswith(PYTHON_SUFFIXES):
             self.python_files.append(path)
-            self.path_heads |= rooted.path_heads(data)
             self.expanded_and_made |= homevars.expanded_and_made(data)
-            self.rooted += [(a, data) for a in rooted.assignments(relative, data)]
-        elif relative.endswith(".ipynb"):  # its code cells build paths as a module does
+        if relative.endswith((*PYTHON_SUFFIXES, ".ipynb")):  # a notebook's code cells build paths as a module does
             self.path_heads |= rooted.path_heads(data)
             self.rooted += [(a, data) for a in rooted.assignments(relative, data)]
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 
 # A command substitution, $(whoami) or `id -un`: an interpolation like $USER.
 _COMMAND = rb"(?:\$\([A-Za-z_][\w -]*\)|`[A-Za-z_][\w -]*`)"
-# A name, a variable, a command substitution or an f-string field.
-_USER = rb"(?:\*|[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|\{[A-Za-z_][\w.]*(?:\(\))?\})"
+# An f-string's or str.format's field: {user}, {args.user}, {getuser()}, {}, {0}.
+_FIELD = rb"\{(?:[A-Za-z_][\w.]*(?:\(\))?|\d*)\}"
+# A name, a variable, a command substitution or a format field.
+_USER = rb"(?:\*|[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|" + _FIELD + rb")"
 _PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"
 _UNIX_TAIL = rb"(?:/" + _PATH_CHARS + rb"*)*"
 _WIN_SEP = rb"(?:\\\\\\\\|\\\\|\\|//?)"  # one or two of either (C:\\Users, C://Users//name), four in JSON of escaped source
@@ -80,7 +82,8 @@ def shape_patterns(root_literals: list[bytes], *, general: bool = False) -> list
         rb"(?P<built>/(?:home|[Uu]sers)/?(?=\\?[\"']\s*(?:\+|,)))",  # \" too: a notebook's JSON
     ]
     if general:
-        segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb")+"  # /scratch/${ACCOUNT}/x is absolute too
+        # /scratch/${ACCOUNT}/x, /ckpt/{user}/x are absolute too
+        segment = rb"(?:" + _PATH_CHARS + rb"|\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|" + _FIELD + rb")+"
         parts.append(rb"(?P<rooted>/[A-Za-z_][\w.+-]*/?(?=\\?[\"']\s*(?:\+|,))|/(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_][\w.+-]*[\"']))")
         parts.append(rb"(?P<absolute>/[A-Za-z_][\w.+-]*(?:/" + segment + rb")+/?|/[A-Za-z_][\w.+-]*/(?=[\"'`]|\\n))")
         parts.append(rb"(?P<single>/[A-Za-z_][\w.+-]*(?=[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|$))")

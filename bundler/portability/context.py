@@ -160,8 +160,17 @@ def mark_remote_variables(data: bytes, findings: list) -> None:
             for m in re.finditer(rb"\$\{?" + name + rb"\b|(?<![\w.$])" + name + rb"(?![\w(])", data)
             if not line_start <= m.start() < line_start + len(line.encode("utf-8"))
         ]
+        uses = [at for at in uses if not _reports(data, at)]  # echo "to $BACKUP_DIR": a message, no folder used here
         if uses and all(_remote_use(data, at) for at in uses):
             finding.category = "remote"
+
+
+_REPORT = re.compile(rb"[ \t]*(?:#[ \t]*)?(?:echo|printf|print|(?:[\w.]*log(?:ger|ging)?)\.(?:debug|info|warning|error))\b")
+
+
+def _reports(data: bytes, at: int) -> bool:
+    """Is ``at`` on a line that only prints a message (``echo``, ``printf``, ``print(``, ``logger.info(``)?"""
+    return _REPORT.match(data, data.rfind(b"\n", 0, at) + 1) is not None
 
 
 def start_of_line(data: bytes, line: int) -> int:
@@ -288,21 +297,37 @@ _NAMESPACE_KEY = re.compile(rb"([A-Za-z_][\w-]*)\\?[\"']?\s*[:=(]\s*\[?\s*\\?[\"
 _NAMESPACE_CALL = re.compile(
     rb"\b(?:Subscriber|Publisher|create_subscription|create_publisher|create_service|create_client|ServiceProxy"
     rb"|wait_for_service|wait_for_message|(?:get|set|has|delete|search)_param|create_group|require_group"
-    rb"|GetPrimAtPath|DefinePrim|get_prim_at_path|define_prim|is_prim_path_valid)\(\s*[rRuUbBfF]{0,2}[\"']$"
+    rb"|GetPrimAtPath|DefinePrim|get_prim_at_path|define_prim|is_prim_path_valid"
+    rb"|(?:advertise|serviceClient)\s*<[^<>()]*>|subscribe|advertiseService|getParam|setParam|hasParam|deleteParam"  # roscpp
+    rb")\(\s*[rRuUbBfF]{0,2}[\"']$"
 )
+# A ROS launch file's topic names: <remap from="/camera_info" to="/camera/rgb/camera_info"/>, <rosparam>["/a/b"]</rosparam>.
+_ROS_LAUNCH_NAME = re.compile(rb"<(?:remap\s[^<>]*|rosparam\b[^<>]*>[^<]*)$")
 
 
 def namespace_name(data: bytes, line_start: int, start: int) -> bool:
     """Is the path at ``start`` a name in a namespace that is no file system: a USD prim, a ROS topic, service or
     parameter, an HDF5 group, a CloudWatch log group? It names the same thing on every machine."""
     window = max(line_start, start - 60)
-    if _NAMESPACE_CALL.search(data, window, start) is not None:
+    if _NAMESPACE_CALL.search(data, window, start) is not None or _ROS_LAUNCH_NAME.search(data, line_start, start) is not None:
         return True
     key = _NAMESPACE_KEY.search(data, window, start)
     if key is None:
         return False
     words = set(name_words(key.group(1).decode("utf-8", "replace")))
     return bool(words & _NAMESPACE_WORDS) or ("group" in words and any("log" in word for word in words))  # awslogs-group
+
+
+# The first folders of data paths on clusters and boxes: what a ROS graph name (``/camera/image_raw``) never starts with.
+_DATA_TOPS = frozenset({"data", "datasets", "dataset", "scratch", "path", "workspace", "storage", "nfs", "gpfs", "net"})
+_DATA_TOPS |= frozenset({"cluster", "shared", "share", "work", "project", "projects", "vol", "volumes", "content", "kaggle"})
+
+
+def ros_graph_name(text: str) -> bool:
+    """In a ROS package's launch, RViz or parameter file: is ``text`` a graph name (a topic, a frame, a node's
+    parameter) rather than a folder? No file suffix, no variable, and a first name no file system or data share uses."""
+    parts = text.strip("/").split("/")
+    return "." not in parts[-1] and "$" not in text and parts[0] not in FHS_TOP and parts[0].lower() not in _DATA_TOPS
 
 
 # --- IPython's shortened home where the home was / -----------------------------------------
@@ -422,13 +447,71 @@ _PYXIS_MOUNTS = re.compile(rb"--container-mounts[ =]+[\"']?([^\s\"']+)")
 _FROM_LINE = re.compile(rb"(?mi)^\s*FROM\s+(?:--\S+\s+)*([\w./:${}-]+)")
 
 
+# --- files that run inside the project's image: copied in by its recipe, or named as a container's command ---------
+
+_RECIPE_COPY = re.compile(rb"(?m)^(?:(?i:[ \t]*(?:COPY|ADD))|[ \t]*#[ \t]*(?:COPY|ADD))[ \t]+(.+)$")
+# Docker and Podman give a container only the folders bound into it; Apptainer shares the host's (its home, scratch, /gpfs),
+# so a script it runs may well read this machine's folders.
+_CONTAINER_COMMAND_LINE = re.compile(rb"\b(?:(?:nvidia-)?docker|podman)\s+(?:run|exec)\b([^\n]*)")
+_SCRIPT_WORD = re.compile(rb"[\w./-]+\.(?:sh|bash)")
+
+
+def image_sources(data: bytes) -> list[str]:
+    """The project files a Dockerfile's COPY/ADD or an Apptainer ``%files`` section puts in the image, as written
+    (``COPY entrypoint.sh /entrypoint.sh`` → ``entrypoint.sh``): named files only, never ``.``, a glob or a variable."""
+    words: list[bytes] = []
+    for match in _RECIPE_COPY.finditer(data):
+        parts = [w for w in match.group(1).split() if not w.startswith(b"--")]
+        if not match.group(0).lstrip().startswith(b"#") and b"--from" not in match.group(1) and len(parts) >= 2:
+            words += parts[:-1]
+    files = re.search(rb"(?m)^%files[^\n]*\n(.*?)(?=^%\w|\Z)", data, re.S)
+    if files:
+        words += [line.split()[0] for line in files.group(1).splitlines() if line.strip() and not line.lstrip().startswith(b"#")]
+    return [w.decode("utf-8", "replace").strip("\"'[],") for w in words if not re.search(rb"[*?$]|^\.?/?$", w.strip(b"\"'[],"))]
+
+
+def container_scripts(data: bytes) -> list[str]:
+    """Shell scripts of the project that a Docker or Podman container runs (``docker run … img bash ./train.sh``):
+    they run in the image, so their paths are its layout."""
+    found = []
+    for match in _CONTAINER_COMMAND_LINE.finditer(data):
+        for word in match.group(1).split():
+            word = word.strip(b"\"'")
+            if b":" not in word and b"=" not in word and _SCRIPT_WORD.fullmatch(word):
+                found.append(word.decode("utf-8", "replace"))
+    return found
+
+
+_USERADD = re.compile(rb"\b(?:useradd|adduser)\b([^\n&;|]*)")
+_RECIPE_VALUE = re.compile(rb"(?mi)^[ \t]*(?:ARG|ENV)[ \t]+(\w+)[ \t]*[= ][ \t]*[\"']?([\w.-]+)")
+
+
+def image_user_homes(data: bytes) -> set[str]:
+    """The homes a recipe's ``useradd -m ros`` (or ``adduser``) makes in the image, the name read through its ARG/ENV:
+    ``/home/ros`` there is the image's, the same on every machine that runs it."""
+    if b"useradd" not in data and b"adduser" not in data:
+        return set()
+    values = {m.group(1): m.group(2) for m in _RECIPE_VALUE.finditer(data)}
+    homes = set()
+    for match in _USERADD.finditer(data.replace(b"\\\n", b" ")):
+        words = match.group(1).split()
+        if not words or words[-1].startswith(b"-"):
+            continue
+        name = re.sub(rb"\$\{?(\w+)\}?", lambda v: values.get(v.group(1), v.group(0)), words[-1]).strip(b"\"'")
+        if re.fullmatch(rb"[a-z_][\w.-]*", name):
+            homes.add("/home/" + name.decode("ascii"))
+    return homes
+
+
 def under_container_folder(text: str, folders: set[str]) -> bool:
     return any(text == folder or text.startswith(folder + "/") for folder in folders)
 
 
 # --- an image's own layout: every path of a Dockerfile but what COPY/ADD take from the build's host ----------
 
-_COPY_LINE = re.compile(rb"(?i)[ \t]*(?:COPY|ADD)[ \t]")
+# An instruction, or one commented out as it was written (in capitals: "# Copy the files into …" is prose).
+_COPY_LINE = re.compile(rb"(?i:[ \t]*(?:COPY|ADD)[ \t])|[ \t]*#[ \t]*(?:COPY|ADD)[ \t]")
+_BUILD_ARG = re.compile(rb"(?i:[ \t]*(?:ARG|ENV)[ \t]+)([A-Za-z_]\w*)[ \t]*=|[ \t]*#[ \t]*(?:ARG|ENV)[ \t]+([A-Za-z_]\w*)[ \t]*=")
 _FROM_IMAGE = re.compile(rb"--from[= ]")
 _SECTION = re.compile(rb"(?m)^%(\w+)")
 
@@ -440,12 +523,26 @@ def build_source(data: bytes, line_start: int, line_end: int, start: int) -> boo
         line = data[line_start:line_end].rstrip()
         last = max(line.rfind(b" "), line.rfind(b"\t")) + line_start
         return start < last and _FROM_IMAGE.search(line) is None
+    argument = _BUILD_ARG.match(data, line_start, line_end)
+    if argument is not None:  # ARG HOME_PATH="/home/u" read by COPY ${HOME_PATH}/x /y: the building machine's folder
+        return (argument.group(1) or argument.group(2)) in _copied_variables(data)
     header = data.rfind(b"\n%", 0, line_start)
     section = _SECTION.match(data, header + 1) if header != -1 else _SECTION.match(data, 0, line_start)
     if section is None or section.group(1) != b"files":
         return False
     first = data[line_start:line_end].lstrip()
     return start < line_end - len(first) + len(first.split(None, 1)[0]) if first else False
+
+
+def _copied_variables(data: bytes) -> set[bytes]:
+    """The build arguments a COPY/ADD line of the recipe reads its sources through (``COPY ${SRC}/x /y``)."""
+    names: set[bytes] = set()
+    for match in _RECIPE_COPY.finditer(data):  # a commented-out COPY too: its argument is still this machine's
+        if b"--from" in match.group(1):
+            continue  # COPY --from=stage $DIR/x .: another image's folder
+        sources = match.group(1).split()[:-1]
+        names.update(name for word in sources for name in re.findall(rb"\$\{?([A-Za-z_]\w*)", word))
+    return names
 
 
 _COMPOSE_BIND = re.compile(rb"[ \t]*(?:#[ \t]*)?-[ \t]*[\"']?[^\s\"'#:@]+:$")

@@ -43,11 +43,13 @@ _SLASH = re.compile(rb"/(?:home/|[Uu][Ss][Ee][Rr][Ss]/|root|tmp|var/|mnt/|privat
 # Any other absolute path: a slash and a letter after a space, a quote, "=", "(", ",", a glued
 # flag or at a line's start, but the system's own folders (machinepaths' portable roots).
 _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fast
-    rb"/(?:(?:(?<=[\s\"'`=(\[,:]/)|(?<=-[A-Za-z]/)|(?<=\A/)|(?<=\xe2\x80[\x98\x9c]/)|(?<=\\u201[8c]/))"
+    rb"/(?:(?:(?<=[\s\"'`=(\[,:]/)|(?<=-[A-Za-z]/)|(?<=\A/)|(?<=\xe2\x80[\x98\x9c]/)|(?<=\\u201[8c]/)"
+    + rb"|(?<=[\[;]\dm/)|(?<=[\[;]\d\dm/)|(?<=[\[;]\d\d\dm/))"  # a terminal colour code: "\u001b[0;32m/data/…"
     + PORTABLE_LOOKAHEAD
     + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|\Z)"
     + rb"|(?<=[\"']/)(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_]))"  # join("/", "kaggle", …): the root, then its parts
 )
+_FORMAT_FIELD = re.compile(r"(?<!\$)\{(?:[A-Za-z_][\w.]*(?:\(\))?|\d*)\}")
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
     (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
@@ -133,8 +135,12 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     result.findings += scanner.rooted_findings(result)
     made = _in_home_folders_made(scanner.home_dot_folders + scanner.configured_folders_made())
     tails = _tails_dropped(result, scanner)
-    if scanner.container_folders or made or tails:  # paths under the project's own container layout are the container's
-        result.findings = [f for f in result.findings if not _container_side(f, scanner.container_folders, scanner.container_homes)]
+    if scanner.container_folders or scanner.image_files or made or tails:  # the project's own container layout
+        result.findings = [
+            f
+            for f in result.findings
+            if not _container_side(f, scanner.container_folders, scanner.container_homes) and not _in_image(f, scanner.image_files)
+        ]
         used = {f.parameter for f in result.failing if f.parameter}
         result.parameters = {name: value for name, value in scanner.registry.assigned.items() if name in used}
     else:
@@ -146,6 +152,11 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     return result
 
 
+# A ROS package's files that name topics, frames and parameters with slashes: launch files, RViz layouts, parameters.
+_ROS_FILES = (".launch", ".launch.xml", ".rviz", ".yaml", ".yml")
+_CONTAINER_WORDS = (b"singularity", b"apptainer", b"docker", b"podman")
+# Python and notebooks a container runs are often run on the host too: their paths stay findings.
+_RUN_ON_HOSTS_TOO = (*PYTHON_SUFFIXES, ".ipynb")
 _CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".containerfile", ".mk")
 
 
@@ -210,12 +221,13 @@ def _portable_through_variable(relative: str, data: bytes, found: list[Finding])
     return reached
 
 
-_ASSIGNED_LITERAL = re.compile(rb"""[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*[rRuU]?(["'])([^"'\n]*)\2[ \t]*(?:#[^\n]*)?$""")
+_ASSIGNED_LITERAL = re.compile(rb"""[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*[rRuUfF]{0,2}(["'])([^"'\n]*)\2[ \t]*(?:#[^\n]*)?$""")
 _STRING_METHODS = (
     rb"(?:replace|split|rsplit|partition|rpartition|endswith|startswith|removeprefix|removesuffix|strip|lstrip|rstrip|find|rfind"
     rb"|index|rindex|count)"
 )
-_PIECE_BEFORE = re.compile(rb"\." + _STRING_METHODS + rb"\(\s*$")  # cwd.replace(NAME, …): what is cut out (a replacement is a path)
+# cwd.replace(NAME, …): what is cut out (a replacement is a path); str(root) + NAME: a tail put after another folder
+_PIECE_BEFORE = re.compile(rb"\." + _STRING_METHODS + rb"\(\s*$|\+\s*$")
 _PIECE_AFTER = re.compile(rb"\s+(?:not\s+)?in\s")  # NAME in cwd
 
 
@@ -227,7 +239,7 @@ def _without_string_pieces(data: bytes, found: list[Finding]) -> list[Finding]:
         if finding.shape in ("absolute", "absolute-built") and finding.category not in ("docs", *INFORMATION):
             start, end = context.line_span(data, finding.line)
             assigned = _ASSIGNED_LITERAL.fullmatch(data, start, end)
-            whole = assigned is not None and assigned.group(3).decode("utf-8", "replace") == finding.text
+            whole = assigned is not None and assigned.group(3).decode("utf-8", "replace").startswith(finding.text)
             if whole and assigned is not None and _only_string_pieces(data, assigned.group(1), start, end):
                 continue
         kept.append(finding)
@@ -274,6 +286,15 @@ def _tails_dropped(result: ScanResult, scanner: Scanner) -> bool:
     tails = {id(f) for f, function, keyword in scanner.tail_candidates if parameters.is_tail(function, keyword)}
     result.findings = [f for f in result.findings if id(f) not in tails]
     return bool(tails)
+
+
+_IMAGE_SHAPES = ("absolute", "home", "tilde", "home-var", "home-lookup", "temp-dir")  # the image's root, its user's home
+
+
+def _in_image(finding: Finding, image_files: set[str]) -> bool:
+    """A path in a script or config that runs inside the project's image (``COPY bashrc /home/ros/.bashrc``;
+    ``singularity run img.sif r_run.sh``) names the image's folders, as the recipe's own lines do."""
+    return finding.file in image_files and finding.category in ("code", "config") and finding.shape in _IMAGE_SHAPES
 
 
 def _container_side(finding: Finding, folders: set[str], homes: set[str]) -> bool:
@@ -340,6 +361,8 @@ class Scanner:
         self.registry = ParameterRegistry(read_env_local(root / ENV_LOCAL))
         self.omegaconf_dirs: set[str] = set()
         self.container_folders: set[str] = set()  # the container sides the project declares (binds, mounts, WORKDIR)
+        self._ros_cache: dict[str, bool] = {}
+        self.image_files: set[str] = set()  # files that run in the project's image (copied in by a recipe, a container's command)
         self.container_homes: set[str] = set()  # those of them in a home: binds and WORKDIR only
         self.home_dot_folders: list[tuple[Finding, str, bool]] = []  # dot folders in a home: named, created there
         self.python_files: list[str] = []  # where a function's definition is looked up (tails.py)
@@ -415,11 +438,14 @@ class Scanner:
             if types is None:
                 result.not_checked.append(Skipped(relative, "malformed notebook (not valid JSON with a list of cells)"))
                 return
+        self.note_image_files(relative, data)
         lines = self.candidate_lines(data, code=os.path.splitext(relative)[1].lower() not in _NOT_CODE)
         if _declares_containers(relative) and (lines or _BUILD_FILE.match(os.path.basename(relative))):
             # a bind's container side is an absolute path, so only files with a trigger; a Dockerfile's base image too
             self.container_folders |= context.container_folders(data)
             self.container_homes |= {f for f in context.container_folders(data, context.BIND_SIDES) if f.startswith(("/home/", "/root/"))}
+            if _BUILD_FILE.match(os.path.basename(relative)):
+                self.container_homes |= context.image_user_homes(data)
         if not lines:
             return
         if not data.isascii():
@@ -495,6 +521,7 @@ class Scanner:
         text, _ = decode(data) if not data.isascii() else (None, "ascii")
         place = _Place(relative, data, category, types)
         place.json = place.json and not decoded
+        place.ros = relative.endswith(_ROS_FILES) and self._in_ros_package(relative)
         found = []
         line_number, counted_to = 1, 0
         for line_start in lines:
@@ -531,6 +558,8 @@ class Scanner:
             return None
         if hit.group in ("home", "temp", "absolute") and context.namespace_name(data, line_start, hit.start):
             return None  # prim_path="/World/ground", Subscriber("/camera/image"): no folder
+        if hit.group == "absolute" and place.ros and context.ros_graph_name(hit.text):
+            return None  # <remap to="/camera/rgb/image_raw"/> in a ROS package: a topic, no folder
         if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
             return None  # an inlined image or video, not a folder
         if hit.group in ("home", "temp", "absolute") and context.in_container(data, line_start, hit.start):
@@ -562,6 +591,8 @@ class Scanner:
         note = _BY_HAND.get(shape, "")
         if shape == "temp-dir" and found.endswith("/") and context.placeholder_tree(data, end) is not None:
             note = _BY_HAND["absolute-built"]  # /tmp/{user}/…: the folder is built at run time
+        elif shape in ("home", "absolute") and _FORMAT_FIELD.search(found):
+            note = _BY_HAND["absolute-built"]  # f"/checkpoint/{user}/x", "/home/{}/x".format(u): built at run time
         if shape == "tilde" and (place.python or place.notebook is not None) and category not in ("docs", "remote", "portable"):
             note = UNEXPANDED_TILDE  # Python never expands ~ by itself; expanduser("~/…") is the home-lookup shape
         if shape.startswith("windows") and _CUT_AT_SPACE.match(data, end, line_end):
@@ -626,6 +657,28 @@ class Scanner:
             if finding is not None:
                 found.append(finding)
         return found
+
+    def note_image_files(self, relative: str, data: bytes) -> None:
+        """Remember the project's files that run inside its image: what a recipe copies in, what a container runs."""
+        named: list[str] = []
+        if _BUILD_FILE.match(os.path.basename(relative)) or _APPTAINER_RECIPE.match(data):
+            named = context.image_sources(data)
+        elif _declares_containers(relative) and any(word in data for word in _CONTAINER_WORDS):
+            named = context.container_scripts(data)
+        for name in named:
+            for candidate in {os.path.normpath(os.path.join(os.path.dirname(relative), name)), os.path.normpath(name)}:
+                if not candidate.startswith("..") and not candidate.endswith(_RUN_ON_HOSTS_TOO) and os.path.isfile(self.root / candidate):
+                    self.image_files.add(candidate)
+
+    def _in_ros_package(self, relative: str) -> bool:
+        """Is ``relative`` inside a ROS package: a folder above it (or its own) holds a ``package.xml``?"""
+        folder = os.path.dirname(relative)
+        while True:
+            if folder not in self._ros_cache:
+                self._ros_cache[folder] = os.path.isfile(self.root / folder / "package.xml")
+            if self._ros_cache[folder] or not folder:
+                return self._ros_cache[folder]
+            folder = os.path.dirname(folder)
 
     def _exists(self, relative: str) -> bool:
         if relative not in self._exists_cache:
@@ -693,6 +746,8 @@ _REGEX_AFTER_DRIVE = re.compile(r"[A-Za-z]:\\+[-.*^$\[(+?|{]")
 _IMAGE_FILE = re.compile(
     r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.dockerfile$|^(?:docker-)?compose.*\.ya?ml$|^\.\w*ignore$|^\.gitattributes$"
 )
+# An Apptainer/Singularity recipe, whatever its name (``Singularity``, ``Singularity.gpu``, ``x.def``): its header.
+_APPTAINER_RECIPE = re.compile(rb"(?:\s*#[^\n]*\n)*\s*[Bb]ootstrap:[ \t]*\w")
 _BUILD_FILE = re.compile(r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.(?:dockerfile|containerfile)$")
 # A CI service's config, where the service reads it (the repository's root): its paths are the runner's. A copy
 # elsewhere (a vendored library's .travis.yml) runs on no runner of this project.
@@ -715,7 +770,7 @@ class _Place:
         self.python = relative.endswith(PYTHON_SUFFIXES)
         self.json = relative.endswith((".json", ".ipynb"))
         name = os.path.basename(relative)
-        self.build_file = _BUILD_FILE.match(name) is not None or (name.endswith(".def") and data.lstrip()[:10].lower() == b"bootstrap:")
+        self.build_file = _BUILD_FILE.match(name) is not None or _APPTAINER_RECIPE.match(data) is not None
         self.image = self.build_file or _IMAGE_FILE.match(name) is not None
         self.ci = _CI_CONFIG.match(relative) is not None
         self.notebook = NotebookLocator(data, types) if category == "notebook" else None
@@ -723,6 +778,7 @@ class _Place:
         own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None
         self.own = context.Spans([own.span()] if own else [])
         self._docstrings: context.Spans | None = None
+        self.ros = False
 
     def is_docs(self, offset: int) -> bool:
         if not self.relative.endswith(PYTHON_SUFFIXES):

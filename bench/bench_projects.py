@@ -102,7 +102,7 @@ def document(done: subprocess.CompletedProcess) -> dict:
 def refusal(data: dict, done: subprocess.CompletedProcess) -> str:
     error = data.get("error") or {}
     text = (error.get("message") or done.stderr.strip()[-400:]) + (f" Hint: {error['hint']}" if error.get("hint") else "")
-    return f"exit {done.returncode}: {' '.join(text.split())[:900]}"
+    return f"exit {done.returncode}: {' '.join(text.split())[:4000]}"
 
 
 def one(name: str, work: Path, env: dict, base: str) -> dict:

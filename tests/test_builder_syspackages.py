@@ -11,6 +11,7 @@ from bundler.contracts import syslibs
 from bundler.errors import BuildError
 from bundler.fsutil import sha256_file
 from bundler.image import builder, wheelbuild
+from bundler.target.bundle import load_bundle
 from bundler.target.syspackages import build_needs, provides
 from tests.deps_support import write_archive
 
@@ -28,6 +29,11 @@ LOGS = {
         ("the program gdal-config", "libgdal-dev"),
         ("the program pg_config", "libpq-dev"),
     ],
+    # setuptools running a program the builder lacks (box2d-py's swig), then old distutils' spelling
+    "swigging Box2D/Box2D.i to Box2D/Box2D_wrap.cpp\nerror: command 'swig' failed: No such file or directory": [
+        ("the program swig", "swig")
+    ],
+    "unable to execute '/usr/bin/cmake': No such file or directory": [("the program cmake", "cmake")],
     "x.cpp:3:10: fatal error: Eigen/Core: No such file or directory": [("the header Eigen/Core", "libeigen3-dev")],
     "fatal error: our_own_thing.h: No such file or directory\nerror: command 'gcc' failed": [],
     # Pillow 6's setup, then CMake's two spellings
@@ -59,6 +65,26 @@ def test_the_refusal_gives_the_one_line_with_the_packages_already_listed():
     assert error.hint.startswith('In bundle.toml\'s [build], system_packages = ["libgl1", "libsndfile1-dev"]: bundler installs them')
     listed = builder.build_failure("pysnd", "1.0", _path("pysnd-1.0.tar.gz"), 1, log, None, builder.Inputs("r.in", ("libsndfile1-dev",)))
     assert "system_packages" not in listed.hint  # already there: the line would not mend it
+
+
+def test_the_refusal_says_so_when_no_release_has_a_wheel_for_the_target(tmp_path, monkeypatch):
+    from tests.deps_support import source_archive
+    from tests.fakeindex import _page, _wheel
+    from tests.lock_support import make_project
+
+    files, pages = tmp_path / "files", tmp_path / "simple"
+    files.mkdir()
+    listed = [_wheel(files, "boxsim", "2.3.8", "cp37-cp37m-manylinux1_x86_64", []), source_archive(files, "boxsim", "2.3.8")]
+    _page(pages / "boxsim", listed)
+    monkeypatch.setenv("BUNDLER_INDEX_MAP", f"https://pypi.org/simple={pages.as_uri()}")
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path / "cache"))
+    target = load_bundle(make_project(tmp_path / "p", python="3.11")).target
+    log = "swigging Box2D/Box2D.i\nerror: command 'swig' failed: No such file or directory\n"
+    inputs = builder.Inputs("requirements.in", (), target)
+    error = builder.build_failure("boxsim", "2.3.8", _path("boxsim-2.3.8.tar.gz"), 1, log, None, inputs)
+    assert error.hint.startswith('In bundle.toml\'s [build], system_packages = ["swig"]')
+    assert "No release of boxsim has a wheel for CPython 3.11" in error.hint and "(its wheels stop at CPython 3.7)" in error.hint
+    assert "Use a release of boxsim that publishes a wheel" not in error.hint
 
 
 def _path(name):

@@ -31,6 +31,23 @@ PACKAGES = {  # distribution -> (version, {file: text}, top_level.txt or None fo
     "needsnewer": ("2.0", {"needsnewer/__init__.py": "raise ImportError('pyarrow requires NumPy 2.0 or newer, found 1.26.4')\n"}, None),
     "crasher": ("1.0", {"crasher/__init__.py": "import os\nos.abort()\n"}, "crasher\n"),
     "sleeper": ("1.0", {"sleeper/__init__.py": "import time\ntime.sleep(60)\n"}, "sleeper\n"),
+    # GitPython's way: the error repeats its cause's words; a lazy importer's way: the cause is what says more
+    "repeats": (
+        "1.0",
+        {
+            "repeats/__init__.py": "try:\n    raise ImportError('Bad git')\nexcept ImportError as e:\n"
+            "    raise ImportError('Failed to initialize: Bad git') from e\n"
+        },
+        "repeats\n",
+    ),
+    "hides": (
+        "1.0",
+        {
+            "hides/__init__.py": "try:\n    raise OSError('libGL.so.1: cannot open shared object file')\n"
+            "except OSError as e:\n    raise RuntimeError('Failed to import hides.models') from e\n"
+        },
+        "hides\n",
+    ),
 }
 
 
@@ -150,3 +167,11 @@ def test_a_dropped_module_is_told_from_the_one_table_by_the_diagnostics_the_lock
     assert f"which {shipper} dropped in release {release}" in hint and f"pin `{shipper}<{release}` in reqs.in" in hint
     assert pin_that_ships("pkg_resources.extern") == f"{shipper}<{release}" and pin_that_ships("yaml") == ""
     assert "pin `" not in hint_for("ModuleNotFoundError: No module named 'yaml'", "oldpkg", "1.0")
+
+
+def test_an_errors_cause_is_named_only_where_it_says_more_than_the_error(site):
+    results = imports.run_imports(sys.executable, ["repeats", "hides"], budget_s=60)
+    assert results["repeats"]["error"] == "ImportError: Failed to initialize: Bad git"
+    assert results["hides"]["error"] == (
+        "RuntimeError: Failed to import hides.models (caused by OSError: libGL.so.1: cannot open shared object file)"
+    )

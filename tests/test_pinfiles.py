@@ -110,3 +110,14 @@ def test_a_release_that_admits_the_target_only_in_its_source_archive_is_not_refu
     _page(pages / "later", names, {names[0]: "<3.10"})
     notes = check_exact_pins(spec_for(tmp_path / "p2", "later==1.0\n"))
     assert len(notes) == 1 and "likely to fail to build" in notes[0] and "Requires-Python" not in notes[0]
+
+
+def test_a_torch_pin_the_target_replaces_is_named_in_the_refusal_of_the_pins_of_its_time(pin_index):
+    with pytest.raises(LockError) as raised:
+        check_exact_pins(spec_for(pin_index, "torch==1.7.1\nwheelsonly==1.0\n"))
+    message = raised.value.message
+    assert "requirements.in:2: wheelsonly==1.0 publishes wheels only for CPython ≤ 3.7" in message
+    noted = message.split("Noted before resolving: ")[1]
+    assert noted.startswith("requirements.in:1 pins torch==1.7.1; the Target's torch==")
+    assert noted.endswith("is used instead (bundle.toml [target]).")
+    assert ".." not in message

@@ -137,6 +137,17 @@ def test_url_vcs_and_editable_requirements_are_refused_with_the_routes_that_work
     assert "Traceback" not in message + hint and "loosen" not in hint.lower()
 
 
+def test_every_direct_reference_is_refused_in_one_paragraph_each_with_its_route(tmp_path, indexed):
+    lines = ["git+https://github.com/pallets/jinja.git#egg=jinja2", "https://example.org/packages/filelock-3.20.0-py3-none-any.whl"]
+    with pytest.raises(LockError) as refused:
+        spec_for(cpu_project(tmp_path / "p", "torch\n" + "\n".join(lines) + "\n"))
+    message, hint = refused.value.message, refused.value.hint
+    assert message.startswith("2 lines of the requirements name code a hashed lock cannot pin"), message
+    assert f"requirements.in:2: {lines[0]!r} is a VCS checkout; requirements.in:3: {lines[1]!r} is a direct URL." in message
+    assert "requirements.in:2: pin the released version, `jinja2==3.1.6`" in hint and "`filelock==3.20.0`" in hint, hint
+    assert hint.count("pip wheel --no-deps") == 2 and "./wheels/" in hint
+
+
 @pytest.mark.parametrize("resolver", ["pip-tools", "uv"])
 def test_a_project_wheel_is_resolved_from_the_project_and_locked_by_its_hash(tmp_path, indexed, resolver):
     project = cpu_project(tmp_path / "p", "torch\n./wheels/helper-0.3-py3-none-any.whl\n")

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.contracts.dropped import build_constraint_for
 from bundler.contracts.syslibs import bundle_line
@@ -31,9 +32,13 @@ from bundler.image.context import write_dockerfile_context
 from bundler.image.labels import LABEL_PREFIX
 from bundler.image.steps import EngineBuildError, run_engine_build
 from bundler.image.torchenv import TorchBuildPlan
+from bundler.lock.sources import listed_wheel_route
 from bundler.lock.torchbuild import ARCHIVE_ERRORS, NEEDS_GPU_COMPILER, NINJA_STEP, compile_command, own_lines, read_member_names
 from bundler.pipsettings import container_pip, host_pip_settings
 from bundler.target.syspackages import build_needs
+
+if TYPE_CHECKING:
+    from bundler.target.bundle import Target
 
 BUILDER_REPOSITORY = "bundler/builder"
 BUILDER_LABEL = f"{LABEL_PREFIX}.builder.key"
@@ -125,6 +130,7 @@ class Inputs:
 
     requirements: str = "requirements.in"
     system_packages: tuple[str, ...] = ()
+    target: Target | None = None  # the release with a wheel for it, or that none has one, is read from the index
 
 
 @dataclass(frozen=True)
@@ -386,10 +392,14 @@ def build_failure(
         return torch_build_failure(
             name, version, sdist, why, own_lines(log), against, bool(NEEDS_GPU_COMPILER.search(log)), code == -1, system
         )
+    release = (
+        listed_wheel_route(name, version, inputs.target)
+        if inputs.target is not None
+        else f"Use a release of {name} that publishes a wheel for the Target (pin it in {inputs.requirements}, then `bundler lock`)"
+    )
     return BuildError(
         f"{name}=={version} has no wheel for the Target and its source archive {sdist.name} did not build: {why}.\n  {tail}",
-        hint=system
-        + f"Use a release of {name} that publishes a wheel for the Target (pin it in {inputs.requirements}, then `bundler lock`), or "
+        hint=system + f"{release}; or "
         f"build the wheel where it builds (`pip wheel --no-deps {name}=={version} -w wheels/`) and list `./wheels/<the file>.whl` in "
         f"{inputs.requirements}: bundler then locks and installs that file.",
         value=name,

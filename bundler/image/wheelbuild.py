@@ -223,9 +223,8 @@ def _wheel_for(item: dict, key: str, lock: Lock, bundle, engine, base, say, plan
     system = list(bundle.system_packages) if compilers else []  # what it compiles against: the headers the bundle installs
     image = builder.builder_image(engine, base, f"python{target.python}", sorted(set(compilers) | set(system)), say)
     python = f"python{target.python}"
-    wheel, _ = builder.build_in_container(
-        engine, image, python, sdist, item["name"], item["version"], say, against, builder.Inputs(bundle.requirements, tuple(system))
-    )
+    inputs = builder.Inputs(bundle.requirements, tuple(system), bundle.target)
+    wheel, _ = builder.build_in_container(engine, image, python, sdist, item["name"], item["version"], say, against, inputs)
     try:
         _check_wheel(wheel, item, target)
         digest = sha256_file(wheel)

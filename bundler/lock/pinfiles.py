@@ -173,6 +173,8 @@ def _refusal(spec: LockSpec, refused: list[Finding], likely: list[Finding]) -> L
     )
     if likely:
         message += " Besides, made for older Pythons: " + "; ".join(finding.text for finding in likely) + "."
+    if spec.requirements.overrides:  # torch==1.7.1 next to pins of its time: the project was made for another torch
+        message += " Noted before resolving: " + "; ".join(note.rstrip(".") for note in spec.requirements.overrides) + "."
     return LockError(
         message,
         hint=f"Pin the release named for each (or a later one) in {spec.bundle.requirements}, or remove the pin, then `bundler lock`: "

@@ -189,7 +189,9 @@ def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockErro
         )
     page = per_torch_index(name, spec.target)
     wheels = f" {name} publishes wheels for each torch build on {page}." if page else ""
-    release = _wheel_route(name, version, spec.target)
+    from bundler.lock.sources import listed_wheel_route
+
+    release = listed_wheel_route(name, version, spec.target)
     return LockError(
         f"{pin} cannot be resolved for {spec.target.describe()}: the release the resolver chose has no wheel the Target can "
         f"use, and its source archive's build failed while the resolver read its requirements. Its own output:\n  {output}\n{why}".rstrip(),
@@ -210,17 +212,6 @@ def _unnamed(spec: LockSpec, output: str) -> LockError:
         "-w wheels/`) and list `./wheels/<the file>.whl` in requirements.in. The previous lock was not touched.",
         path=spec.bundle.root / spec.bundle.requirements,
     )
-
-
-def _wheel_route(name: str, version: str, target) -> str:
-    """What to pin instead, or that no release has a wheel for the Target, as PyPI lists them."""
-    from bundler.lock.sources import PYPI_SIMPLE, index_files, wheel_route
-
-    try:
-        files = index_files(PYPI_SIMPLE, name) if version else []
-    except (ExternalError, OSError, ValueError):
-        files = []
-    return wheel_route(name, version, files, target)
 
 
 def _index_without_torch(spec: LockSpec, log: str, indexes: list[tuple[str, str]]) -> Exception | None:

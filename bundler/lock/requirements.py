@@ -377,6 +377,26 @@ def refuse(root: Path, line: SourceLine) -> BundlerError:
     )
 
 
+def refuse_all(root: Path, lines: list[SourceLine]) -> BundlerError:
+    """One refusal for several direct references, each line with what it is and its route."""
+    refusals = [refuse(root, line) for line in lines]
+    return LockError(
+        f"{len(lines)} lines of the requirements name code a hashed lock cannot pin (the same line can give different "
+        "code tomorrow, and the image builds offline): "
+        + "; ".join(f"{line.where(root)}: {line.text!r} is {_kind_and_name(line.text)[0]}" for line in lines)
+        + ".",
+        hint="For each: "
+        + "; ".join(f"{line.where(root)}: {_route(str(error.hint))}" for line, error in zip(lines, refusals, strict=True))
+        + ". List each wheel built so as `./wheels/<the file>.whl` in its line's place: bundler locks its sha256.",
+        path=lines[0].path,
+        value=lines[0].text,
+    )
+
+
+def _route(hint: str) -> str:
+    return hint.split(" and list `./wheels/")[0].removeprefix("Either ")
+
+
 def _kind_and_name(text: str) -> tuple[str, str]:
     head = text.split()[0]
     editable = head in ("-e", "--editable") or head.startswith(("-e", "--editable="))
@@ -456,6 +476,7 @@ class CompiledInput:
     direct: list[str] = field(default_factory=list)  # canonical names of the Target's direct dependencies
     extra_indexes: list[str] = field(default_factory=list)
     project_wheels: list[ProjectWheel] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)  # the project's pins of torch or a companion the Target's build replaces
 
     @property
     def find_links(self) -> list[str]:
@@ -477,7 +498,17 @@ def compile_input(
     root = Path(root).resolve()
     result, options = CompiledInput(), OptionOutcome()
     companion_lines: dict[str, SourceLine] = {}
-    for line in read_lines(root, input_name):
+    lines = read_lines(root, input_name)
+    references = [
+        line
+        for line in lines
+        if not (line.text.startswith("-") and not line.text.startswith(("-e", "--editable")))
+        and project_wheel(root, line) is None
+        and is_direct_reference(line.text)
+    ]
+    if references:  # every such line at once: a user mends them in one sitting
+        raise refuse(root, references[0]) if len(references) == 1 else refuse_all(root, references)
+    for line in lines:
         if line.text.startswith("-") and not line.text.startswith(("-e", "--editable")):
             handle_option(root, line, build, options)
             continue
@@ -487,8 +518,6 @@ def compile_input(
             result.lines.append(wheel.requirement)
             _add_direct(result, wheel.name)
             continue
-        if is_direct_reference(line.text):
-            raise refuse(root, line)
         requirement = _parse(root, line)
         if requirement.marker is not None and not _holds(root, line, str(requirement.marker), target):
             result.notes.append(f"{line.where(root)}: {line.text} does not apply to the Target ({describe(target)}); skipped.")
@@ -511,7 +540,10 @@ def compile_input(
                 value=line.text,
             )
         companion_lines[name] = line
-        result.lines.append(_companion(root, line, requirement, name, companions[name], target, result.notes, table))
+        overridden: list[str] = []
+        result.lines.append(_companion(root, line, requirement, name, companions[name], target, overridden, table))
+        result.notes += overridden
+        result.overrides += overridden
     if "torch" not in companion_lines:
         result.lines.insert(0, f"torch=={companions['torch']}")
         result.notes.append(f"{input_name} does not list torch; torch=={companions['torch']} is added from the Target.")

@@ -123,6 +123,16 @@ def wheel_route(name: str, version: str, files: list[IndexFile], target) -> str:
     return f"No release of {name} publishes a wheel for {target.platform}, so its source build must succeed: {own}"
 
 
+def listed_wheel_route(name: str, version: str, target) -> str:
+    """``wheel_route`` read from PyPI's listing of ``name`` (or its mirror): what to pin instead, or that no release
+    has a wheel for the Target."""
+    try:
+        files = index_files(PYPI_SIMPLE, name) if version else []
+    except (ExternalError, OSError, ValueError):
+        files = []
+    return wheel_route(name, version, files, target)
+
+
 def python_ceiling(wheels: list[str]) -> tuple[int, int] | None:
     """The newest CPython minor that one of these wheels is built for (cp38 -> (3, 8)); None when a wheel is for any
     Python 3 (py3, abi3) or none names a CPython."""

@@ -53,7 +53,9 @@ for name in sys.argv[2:]:
         while cause is not None and len(causes) < 3:  # lazy importers (transformers) hide the real error in the chain
             causes.append("%s: %s" % (type(cause).__name__, cause))
             cause = cause.__cause__ or cause.__context__
-        text = " (caused by ".join(["%s: %s" % (type(error).__name__, error)] + causes[::-1][:1]) + ")" * bool(causes)
+        first = "%s: %s" % (type(error).__name__, error)
+        root = [causes[-1]] if causes and causes[-1].split(": ", 1)[-1] not in first else []  # not when it repeats the error
+        text = " (caused by ".join([first] + root) + ")" * bool(root)
         text = text[:1500]
         event = {"module": name, "event": "error", "error": text, "where": where, "seconds": time.perf_counter() - started}
         out.write(json.dumps(event) + "\n")

@@ -50,7 +50,10 @@ _MISSING_NAMED = re.compile(
     r"|Could NOT find ([\w.+-]+)",
     re.IGNORECASE,
 )
-_MISSING_PROGRAM = re.compile(r"(?<![\w.+-])([\w.+-]+)(?::| executable)? (?:command )?not found|No such file or directory: '([\w.+-]+)'")
+_MISSING_PROGRAM = re.compile(
+    r"(?<![\w.+-])([\w.+-]+)(?::| executable)? (?:command )?not found|No such file or directory: '([\w.+-]+)'"
+    r"|(?:error: command|unable to execute) '(?:[\w./+-]*/)?([\w.+-]+)'(?: failed)?: No such file or directory"  # setuptools
+)
 
 
 def build_needs(table: dict, log: str) -> list[tuple[str, str]]:
@@ -64,8 +67,9 @@ def build_needs(table: dict, log: str) -> list[tuple[str, str]]:
         for m in _MISSING_MODULE.finditer(log)
     ]
     hits += [
-        (m.start(), f"the program {m.group(1) or m.group(2)}", table["build_programs"].get(m.group(1) or m.group(2), ""))
+        (m.start(), f"the program {name}", table["build_programs"].get(name, ""))
         for m in _MISSING_PROGRAM.finditer(log)
+        for name in [m.group(1) or m.group(2) or m.group(3)]
     ]
     hits += [
         (m.start(), f"the library {name}", table["build_libraries"].get(name.lower(), ""))

@@ -129,3 +129,14 @@ def test_a_commented_copy_in_prose_is_no_instruction(tmp_path):
     dockerfile = "FROM python:3.11\nENV APP=$HOME/app\n# Copy the current directory into the container at $HOME/app\nCOPY . $APP\n"
     root = build_tree(tmp_path / "p", {"Dockerfile": dockerfile})
     assert found_in(root) == []
+
+
+def test_a_folder_put_whole_into_a_command_string_is_no_tail(tmp_path):
+    code = (
+        "working_dir = '/path/to/PoseWarper/'\n"
+        "MODEL = '/export/ws15/lab/dt_pron.fst'\n"
+        "command = python + ' ' + working_dir + '/tools/train.py'\n"
+        "run(['g2p', '--model=' + MODEL])\n"
+    )
+    root = build_tree(tmp_path / "p", {"helper.py": code})
+    assert [(file, line) for file, line, _, _ in found_in(root)] == [("helper.py", 1), ("helper.py", 2)]

@@ -227,7 +227,8 @@ _STRING_METHODS = (
     rb"|index|rindex|count)"
 )
 # cwd.replace(NAME, …): what is cut out (a replacement is a path); str(root) + NAME: a tail put after another folder
-_PIECE_BEFORE = re.compile(rb"\." + _STRING_METHODS + rb"\(\s*$|\+\s*$")
+# (not ' ' + NAME nor '--model=' + NAME: a whole path put into a command)
+_PIECE_BEFORE = re.compile(rb"\." + _STRING_METHODS + rb"\(\s*$|[^\s\"'+]\s*\+\s*$")
 _PIECE_AFTER = re.compile(rb"\s+(?:not\s+)?in\s")  # NAME in cwd
 
 

@@ -140,3 +140,37 @@ def test_a_folder_put_whole_into_a_command_string_is_no_tail(tmp_path):
     )
     root = build_tree(tmp_path / "p", {"helper.py": code})
     assert [(file, line) for file, line, _, _ in found_in(root)] == [("helper.py", 1), ("helper.py", 2)]
+
+
+def test_what_round_aa_met_a_readme_bind_a_probe_path_escaped_markup_and_a_cloud_drive(tmp_path):
+    files = {
+        "README.md": "Run it:\n\n    docker run -v /path/to/your/nas/:/nas-data/ lab/vqa:1\n",
+        "eval.py": "data_dir = '/nas-data/vqa/data2/'\nout = '/srv/share2/ana/out'\n",
+        "k8s/deploy.yaml": "readinessProbe:\n  httpGet:\n    port: 8080\n    path: /ready\nvolumes:\n  - path: /mnt/data/models\n",
+        "figure.svg": '<svg content="&lt;mxGraphModel&gt;&lt;root&gt;&lt;/root&gt;&lt;/mxGraphModel&gt;"></svg>\n',
+        "load.py": 'ROOT = "~/Library/CloudStorage/OneDrive-Lab/Data"\nCACHE = "~/Library/Caches/lab"\n',
+    }
+    root = build_tree(tmp_path / "p", files)
+    assert [(file, line) for file, line, _, category in found_in(root) if category not in ("portable", "docs")] == [
+        ("eval.py", 2),
+        ("k8s/deploy.yaml", 6),
+        ("load.py", 1),
+    ]
+
+
+def test_a_command_paramiko_runs_is_the_other_machines_and_a_cmd_switch_is_no_folder(tmp_path):
+    server = (
+        "import paramiko\n"
+        'command = f"cd /data/ana/repos/kegs && sbatch run.sh"\n'
+        "ssh.exec_command(command)\n"
+        'ssh.exec_command("ls /data/ana/outputs")\n'
+        'LOCAL = "/data/ana/cache"\n'
+    )
+    files = {"backend/main.py": server, "launch.bat": 'cd /d "%~dp0"\nstart "x" cmd /k "cd /d %~dp0backend"\ncopy a D:\\runs\\a\n'}
+    root = build_tree(tmp_path / "p", files)
+    assert [(file, line, category) for file, line, _, category in found_in(root)] == [
+        ("backend/main.py", 2, "remote"),
+        ("backend/main.py", 4, "remote"),
+        ("backend/main.py", 5, "code"),
+        ("launch.bat", 3, "code"),
+    ]

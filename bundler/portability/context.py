@@ -88,9 +88,13 @@ def remote_lines(data: bytes) -> Spans:
 _SERVER_SIDE = re.compile(rb"""\b(?:deploy|remoteRoot|remote-root|remotePath|REMOTE_ROOT|rootFolder)\s*=\s*["']$""")
 
 
+# paramiko's and fabric's way of running a command over ssh: exec_command("cd /data/u/x && sbatch …"), conn.run(…)
+_REMOTE_EXEC = re.compile(rb"\.exec_command\(\s*(?:[rRfFuU]{0,2}[\"'][^\"'\n]*)?$")
+
+
 def is_remote(data: bytes, line_start: int, start: int) -> bool:
     """``user@host:path``, a path in a command that ``ssh`` runs on another machine, or a deployment's server side."""
-    if _SERVER_SIDE.search(data, max(line_start, start - 30), start):
+    if _SERVER_SIDE.search(data, max(line_start, start - 30), start) or _REMOTE_EXEC.search(data, max(line_start, start - 200), start):
         return True
     word = start
     while word > line_start and data[word - 1] not in b" \t\"'`=(,[":
@@ -136,7 +140,8 @@ def ssh_runs(data: bytes, line_start: int, at: int) -> bool:
     return False
 
 
-_ASSIGNMENT = re.compile(rb"(?:^|[;\s])(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)\s*=\s*[rRuUfFbB]{0,2}[\"']?$")
+# NAME="/home/u/runs", command = f"cd /data/u/x && …": the path in the string a name is given
+_ASSIGNMENT = re.compile(rb"(?:^|[;\s])(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)\s*=\s*[rRuUfFbB]{0,2}(?:[\"'][^\"'\n]*)?$")
 _HOST_BEFORE = re.compile(rb"(?:[\w.@-]+|\{[\w.]+\}|\$\{?\w+\}?):[\"']?(?:\s*\+\s*)?[{$]?\{?$")
 
 
@@ -189,6 +194,8 @@ def line_span(data: bytes, line: int) -> tuple[int, int]:
 
 def _remote_use(data: bytes, at: int) -> bool:
     line_start = data.rfind(b"\n", 0, at) + 1
+    if _REMOTE_EXEC.search(data, max(line_start, at - 40), at):
+        return True  # ssh.exec_command(command): paramiko runs it on the other machine
     if _HOST_BEFORE.search(data, max(line_start, at - 80), at) and _TRANSFER.search(data, line_start, at):
         return True
     return ssh_runs(data, line_start, at)
@@ -234,6 +241,8 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     key = _WEB_KEY.search(data, window, start)
     if key is not None and web_name(key.group(1)):
         return True
+    if key is not None and key.group(1) == b"path" and _HTTP_PROBE.search(data, max(0, line_start - 120), line_start):
+        return True  # a Kubernetes probe's httpGet: path: /ready, a URL path the kubelet asks for
     compared = _PREFIX_OF.search(data, max(line_start, start - 80), start)
     if compared is not None and web_name(compared.group(1)):
         return True  # request.url.path.startswith("/api/"): a web address's prefix
@@ -249,6 +258,7 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     return _HYDRA_DEFAULT.fullmatch(data, line_start, start) is not None and _in_defaults_list(data, line_start)
 
 
+_HTTP_PROBE = re.compile(rb"\bhttpGet[\"']?\s*:\s*(?:\{[^}]*)?$|\bhttpGet[\"']?\s*:\s*\r?\n(?:[ \t]+[\w\"'-]+\s*:[^\n]*\n){0,3}[ \t]*$")
 _LIST_ITEM = re.compile(rb"[ \t]*(?:-|#)")
 _DEFAULTS_KEY = re.compile(rb"[ \t]*defaults[ \t]*:[ \t]*\r?$")
 
@@ -355,7 +365,7 @@ _XPATH_BEFORE = re.compile(rb"""(?:\bxpointer\(|\b(?:select|match|xpath|XPath)\s
 def markup_or_regex(data: bytes, start: int) -> bool:
     """Is the text at ``start`` a closing tag (``</root>``), a JavaScript regular expression
     (``s.replace(/England/g, …)``) or an XPath (``xpointer(/Xdmf/Domain)``): text written with slashes, never a folder?"""
-    if start > 0 and data[start - 1] == 0x3C:  # <
+    if start > 0 and data[start - 1] == 0x3C or data[max(0, start - 4) : start] == b"&lt;":  # </root>, escaped &lt;/root&gt;
         return True
     if _XPATH_BEFORE.search(data, max(0, start - 12), start):
         return True
@@ -613,11 +623,16 @@ def makes_folder(line: bytes) -> bool:
     return (b"mkdir" in line or b"makedirs" in line) and _MAKES_FOLDER.search(line) is not None
 
 
-def portable_component(first: str | None) -> bool:
-    """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData`` (not ``.myenv``)."""
-    if not first:
+def portable_component(first: str | None, second: str | None = None) -> bool:
+    """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData`` (not ``.myenv``),
+    but the user's own files synced into one (``~/Library/CloudStorage/OneDrive-…``)."""
+    if not first or second in _USER_FILES_UNDER.get(first, ()):
         return False
     return first in TOOL_DOTFILES or first in PORTABLE_FOLDERS
+
+
+# macOS keeps the user's cloud drives inside ~/Library: a OneDrive or iCloud folder holds one person's files.
+_USER_FILES_UNDER = {"Library": frozenset({"CloudStorage", "Mobile Documents"})}
 
 
 def component_after_lookup(text: str, end: int) -> str | None:

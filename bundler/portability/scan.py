@@ -152,16 +152,18 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     return result
 
 
+_CMD_SWITCH = re.compile(r"/[A-Za-z?]:?")
 # A ROS package's files that name topics, frames and parameters with slashes: launch files, RViz layouts, parameters.
 _ROS_FILES = (".launch", ".launch.xml", ".rviz", ".yaml", ".yml")
 _CONTAINER_WORDS = (b"singularity", b"apptainer", b"docker", b"podman")
 # Python and notebooks a container runs are often run on the host too: their paths stay findings.
 _RUN_ON_HOSTS_TOO = (*PYTHON_SUFFIXES, ".ipynb")
-_CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".containerfile", ".mk")
+_CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".containerfile", ".mk", ".md", ".rst")
 
 
 def _declares_containers(relative: str) -> bool:
-    """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles."""
+    """Files that bind, mount or build a container: shell scripts, compose and Kubernetes YAML, Dockerfiles, Makefiles,
+    and a README that says how to run it (``docker run -v /nas/:/nas-data/ …``)."""
     name = relative.rsplit("/", 1)[-1]
     return name.lower().endswith(_CONTAINER_FILES) or name.startswith(("Dockerfile", "Containerfile", "Makefile", "makefile"))
 
@@ -559,6 +561,8 @@ class Scanner:
             return None
         if hit.group in ("home", "temp", "absolute") and context.namespace_name(data, line_start, hit.start):
             return None  # prim_path="/World/ground", Subscriber("/camera/image"): no folder
+        if hit.group == "absolute" and place.batch and _CMD_SWITCH.fullmatch(hit.text):
+            return None  # cd /d "%~dp0", cmd /k: a switch of Windows' command interpreter
         if hit.group == "absolute" and place.ros and context.ros_graph_name(hit.text):
             return None  # <remap to="/camera/rgb/image_raw"/> in a ROS package: a topic, no folder
         if hit.group in ("home", "temp", "absolute") and context.in_base64(data, hit.start):
@@ -627,7 +631,7 @@ class Scanner:
             return False
         _, components = split_home(shape, found)
         if components:
-            return context.portable_component(components[0])
+            return context.portable_component(components[0], components[1] if len(components) > 1 else None)
         if found in ("$HOME", "${HOME}") and data[end : end + 1] in (b" ", b"\t") and data[end - len(found) - 1 : end - len(found)] != b"=":
             return True  # the home itself, named or handed to a command (cd $HOME && …): every machine has one
         if shape == "home-lookup" or found in ("~", "~/", "$HOME", "${HOME}"):
@@ -770,6 +774,7 @@ class _Place:
         self.yaml = relative.endswith(YAML_SUFFIXES)
         self.python = relative.endswith(PYTHON_SUFFIXES)
         self.json = relative.endswith((".json", ".ipynb"))
+        self.batch = relative.lower().endswith((".bat", ".cmd"))
         name = os.path.basename(relative)
         self.build_file = _BUILD_FILE.match(name) is not None or _APPTAINER_RECIPE.match(data) is not None
         self.image = self.build_file or _IMAGE_FILE.match(name) is not None

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 # A command substitution, $(whoami) or `id -un`: an interpolation like $USER.
 _COMMAND = rb"(?:\$\([A-Za-z_][\w -]*\)|`[A-Za-z_][\w -]*`)"
 # An f-string's or str.format's field: {user}, {args.user}, {getuser()}, {}, {0}.
-_FIELD = rb"\{(?:[A-Za-z_][\w.]*(?:\(\))?|\d*)\}"
+FORMAT_FIELD = rb"\{(?:[A-Za-z_][\w.]*(?:\(\))?|\d*)\}"
+_FIELD = FORMAT_FIELD
 # A name, a variable, a command substitution or a format field.
 _USER = rb"(?:\*|[A-Za-z_][\w.~-]*|\\?\$\{?[A-Za-z_]\w*\}?|" + _COMMAND + rb"|" + _FIELD + rb")"
 _PATH_CHARS = rb"[^\s\"'`,;:()<>\[\]{}|*?=\\$]"

@@ -88,7 +88,7 @@ def remote_lines(data: bytes) -> Spans:
 _SERVER_SIDE = re.compile(rb"""\b(?:deploy|remoteRoot|remote-root|remotePath|REMOTE_ROOT|rootFolder)\s*=\s*["']$""")
 
 
-# paramiko's and fabric's way of running a command over ssh: exec_command("cd /data/u/x && sbatch …"), conn.run(…)
+# paramiko's way of running a command over ssh: client.exec_command("cd /data/u/x && sbatch …")
 _REMOTE_EXEC = re.compile(rb"\.exec_command\(\s*(?:[rRfFuU]{0,2}[\"'][^\"'\n]*)?$")
 
 
@@ -459,7 +459,9 @@ _FROM_LINE = re.compile(rb"(?mi)^\s*FROM\s+(?:--\S+\s+)*([\w./:${}-]+)")
 
 # --- files that run inside the project's image: copied in by its recipe, or named as a container's command ---------
 
-_RECIPE_COPY = re.compile(rb"(?m)^(?:(?i:[ \t]*(?:COPY|ADD))|[ \t]*#[ \t]*(?:COPY|ADD))[ \t]+(.+)$")
+# A COPY/ADD instruction, or one commented out as it was written (in capitals: "# Copy the files into …" is prose).
+_COPY_INSTRUCTION = rb"(?:(?i:[ \t]*(?:COPY|ADD))|[ \t]*#[ \t]*(?:COPY|ADD))[ \t]"
+_RECIPE_COPY = re.compile(rb"(?m)^" + _COPY_INSTRUCTION + rb"+(.+)$")
 # Docker and Podman give a container only the folders bound into it; Apptainer shares the host's (its home, scratch, /gpfs),
 # so a script it runs may well read this machine's folders.
 _CONTAINER_COMMAND_LINE = re.compile(rb"\b(?:(?:nvidia-)?docker|podman)\s+(?:run|exec)\b([^\n]*)")
@@ -519,8 +521,7 @@ def under_container_folder(text: str, folders: set[str]) -> bool:
 
 # --- an image's own layout: every path of a Dockerfile but what COPY/ADD take from the build's host ----------
 
-# An instruction, or one commented out as it was written (in capitals: "# Copy the files into …" is prose).
-_COPY_LINE = re.compile(rb"(?i:[ \t]*(?:COPY|ADD)[ \t])|[ \t]*#[ \t]*(?:COPY|ADD)[ \t]")
+_COPY_LINE = re.compile(_COPY_INSTRUCTION)
 _BUILD_ARG = re.compile(rb"(?i:[ \t]*(?:ARG|ENV)[ \t]+)([A-Za-z_]\w*)[ \t]*=|[ \t]*#[ \t]*(?:ARG|ENV)[ \t]+([A-Za-z_]\w*)[ \t]*=")
 _FROM_IMAGE = re.compile(rb"--from[= ]")
 _SECTION = re.compile(rb"(?m)^%(\w+)")

@@ -20,7 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bundler.machinepaths import PORTABLE_LOOKAHEAD, Hit, boundary_before, line_hits, path_named, shape_patterns, word_byte
+from bundler.machinepaths import FORMAT_FIELD, PORTABLE_LOOKAHEAD, Hit, boundary_before, line_hits, path_named, shape_patterns, word_byte
 from bundler.portability import context, homevars, rooted, shell
 from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
@@ -49,7 +49,7 @@ _ABSOLUTE = re.compile(  # the slash first: the regex engine searches for it fas
     + rb"[A-Za-z_][\w.+-]*(?:/|[\"'`;)|&]|\\[n\"]|[ \t]|\r?\n|\Z)"
     + rb"|(?<=[\"']/)(?=[\"']\s*,\s*[rRuU]?[\"'][A-Za-z_]))"  # join("/", "kaggle", …): the root, then its parts
 )
-_FORMAT_FIELD = re.compile(r"(?<!\$)\{(?:[A-Za-z_][\w.]*(?:\(\))?|\d*)\}")
+_FORMAT_FIELD = re.compile(r"(?<!\$)" + FORMAT_FIELD.decode("ascii"))
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
     (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
@@ -155,7 +155,7 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
 _CMD_SWITCH = re.compile(r"/[A-Za-z?]:?")
 # A ROS package's files that name topics, frames and parameters with slashes: launch files, RViz layouts, parameters.
 _ROS_FILES = (".launch", ".launch.xml", ".rviz", ".yaml", ".yml")
-_CONTAINER_WORDS = (b"singularity", b"apptainer", b"docker", b"podman")
+_CONTAINER_WORDS = (b"docker", b"podman")
 # Python and notebooks a container runs are often run on the host too: their paths stay findings.
 _RUN_ON_HOSTS_TOO = (*PYTHON_SUFFIXES, ".ipynb")
 _CONTAINER_FILES = (".sh", ".bash", ".zsh", ".yml", ".yaml", ".dockerfile", ".containerfile", ".mk", ".md", ".rst")
@@ -296,7 +296,7 @@ _IMAGE_SHAPES = ("absolute", "home", "tilde", "home-var", "home-lookup", "temp-d
 
 def _in_image(finding: Finding, image_files: set[str]) -> bool:
     """A path in a script or config that runs inside the project's image (``COPY bashrc /home/ros/.bashrc``;
-    ``singularity run img.sif r_run.sh``) names the image's folders, as the recipe's own lines do."""
+    ``docker run … img bash ./job.sh``) names the image's folders, as the recipe's own lines do."""
     return finding.file in image_files and finding.category in ("code", "config") and finding.shape in _IMAGE_SHAPES
 
 
@@ -672,7 +672,8 @@ class Scanner:
             named = context.container_scripts(data)
         for name in named:
             for candidate in {os.path.normpath(os.path.join(os.path.dirname(relative), name)), os.path.normpath(name)}:
-                if not candidate.startswith("..") and not candidate.endswith(_RUN_ON_HOSTS_TOO) and os.path.isfile(self.root / candidate):
+                inside = not candidate.startswith("..") and not os.path.isabs(candidate)
+                if inside and not candidate.endswith(_RUN_ON_HOSTS_TOO) and os.path.isfile(self.root / candidate):
                     self.image_files.add(candidate)
 
     def _in_ros_package(self, relative: str) -> bool:

@@ -121,3 +121,17 @@ def test_a_torch_pin_the_target_replaces_is_named_in_the_refusal_of_the_pins_of_
     assert noted.startswith("requirements.in:1 pins torch==1.7.1; the Target's torch==")
     assert noted.endswith("is used instead (bundle.toml [target]).")
     assert ".." not in message
+
+
+def test_the_refusal_of_a_vcs_line_names_the_other_lines_pins_that_cannot_be_installed_either(pin_index):
+    from bundler.lock.run import run_lock
+
+    project = make_project(pin_index / "project", requirements="torch==2.9.1\ngit+https://example.org/lab/tool.git\nwheelsonly==1.0\n")
+    with pytest.raises(LockError) as raised:
+        run_lock(load_bundle(project), cpu=True)
+    message, hint = raised.value.message, raised.value.hint
+    assert message.startswith("requirements.in:2: 'git+https://example.org/lab/tool.git' is a VCS checkout")
+    assert "Besides, 1 exact pin of requirements.in cannot be installed" in message
+    assert "requirements.in:3: wheelsonly==1.0 publishes wheels only for CPython ≤ 3.7" in message
+    assert "pip wheel --no-deps" in hint and "For the pins: Pin the release named for each" in hint
+    assert not (project / "requirements-rebuild.txt").exists()

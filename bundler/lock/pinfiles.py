@@ -86,6 +86,20 @@ def check_exact_pins(spec: LockSpec, say=lambda text: None) -> list[str]:
     return [finding.text for finding in likely]
 
 
+def with_pins_refused(error: LockError, spec: LockSpec) -> LockError:
+    """The refusal of the direct references, with what the exact pins of the other lines say (``spec`` leaves the
+    references out): one paragraph names every line to mend before a lock can be made."""
+    try:
+        notes = check_exact_pins(spec)
+    except LockError as pins:
+        error.message = error.message.rstrip(".") + ". Besides, " + pins.message[0].lower() + pins.message[1:]
+        error.hint = f"{error.hint} For the pins: {pins.hint}"
+        return error
+    if notes:
+        error.message = error.message.rstrip(".") + ". Noted: " + "; ".join(notes) + "."
+    return error
+
+
 def exact_pins(spec: LockSpec) -> list[ExactPin]:
     """The ``name==version`` lines of the resolver's input that are the project's own (not the Target's torch, companions
     or project wheels), with the line each comes from."""

@@ -346,6 +346,10 @@ def project_wheel_digests(root: Path, lines: list[SourceLine]) -> list[tuple[str
     return [(wheel.relative, wheel.sha256()) for wheel in found if wheel is not None]
 
 
+class DirectReferenceError(LockError):
+    """Lines of the requirements a hashed lock cannot pin: a VCS checkout, a URL, an editable, a local folder."""
+
+
 def refuse(root: Path, line: SourceLine) -> BundlerError:
     """The refusal of a direct reference: the line, what it is, and the routes that work."""
     kind, name = _kind_and_name(line.text)
@@ -367,7 +371,7 @@ def refuse(root: Path, line: SourceLine) -> BundlerError:
     )
     source = line.text[3:].strip() if line.text.startswith("-e ") else line.text
     build = f"pip wheel --no-deps '{source}' -w wheels/"
-    return LockError(
+    return DirectReferenceError(
         f"{where}: {line.text!r} is {kind}, which a hashed lock cannot pin: the same line can give different code tomorrow, "
         "and the image builds offline.",
         hint=f"Either {first}, or build a wheel into the project (`{build}`) and list `./wheels/<the file>.whl` in its place: "
@@ -377,10 +381,10 @@ def refuse(root: Path, line: SourceLine) -> BundlerError:
     )
 
 
-def refuse_all(root: Path, lines: list[SourceLine]) -> BundlerError:
+def refuse_all(root: Path, lines: list[SourceLine]) -> DirectReferenceError:
     """One refusal for several direct references, each line with what it is and its route."""
     refusals = [refuse(root, line) for line in lines]
-    return LockError(
+    return DirectReferenceError(
         f"{len(lines)} lines of the requirements name code a hashed lock cannot pin (the same line can give different "
         "code tomorrow, and the image builds offline): "
         + "; ".join(f"{line.where(root)}: {line.text!r} is {_kind_and_name(line.text)[0]}" for line in lines)
@@ -492,9 +496,16 @@ PAIRED = ("torchvision", "torchaudio")  # companions the table pairs with each r
 
 
 def compile_input(
-    root: Path, companions: dict[str, str], target: Target, build, input_name: str = REQUIREMENTS_IN, table: CompatTable | None = None
+    root: Path,
+    companions: dict[str, str],
+    target: Target,
+    build,
+    input_name: str = REQUIREMENTS_IN,
+    table: CompatTable | None = None,
+    skip_references: bool = False,
 ) -> CompiledInput:
-    """requirements.in (with its includes) for the Target, or the first line that cannot be locked."""
+    """requirements.in (with its includes) for the Target, or the first line that cannot be locked.
+    ``skip_references``: leave the direct references out instead of refusing them (to read the rest's pins)."""
     root = Path(root).resolve()
     result, options = CompiledInput(), OptionOutcome()
     companion_lines: dict[str, SourceLine] = {}
@@ -506,9 +517,9 @@ def compile_input(
         and project_wheel(root, line) is None
         and is_direct_reference(line.text)
     ]
-    if references:  # every such line at once: a user mends them in one sitting
+    if references and not skip_references:  # every such line at once: a user mends them in one sitting
         raise refuse(root, references[0]) if len(references) == 1 else refuse_all(root, references)
-    for line in lines:
+    for line in (line for line in lines if line not in references):
         if line.text.startswith("-") and not line.text.startswith(("-e", "--editable")):
             handle_option(root, line, build, options)
             continue

@@ -17,17 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bundler import __version__
-from bundler.errors import LockError
+from bundler.errors import BundlerError, LockError
 from bundler.fsutil import atomic_write_text
 from bundler.lock.companions import check_companions
 from bundler.lock.lint import ensure_lintless
 from bundler.lock.lockfile import LockHeader, read_lock, render_lock, target_fields
+from bundler.lock.pinfiles import with_pins_refused
 from bundler.lock.request import requested_target
+from bundler.lock.requirements import DirectReferenceError
 from bundler.lock.resolve import Resolution, resolve
 from bundler.lock.sidecar import make_sidecar, read_sidecar, sidecar_problems, write_sidecar
 from bundler.lock.spec import LockSpec, make_spec
 from bundler.pipsettings import host_pip_settings
-from bundler.target.bundle import Bundle, update_target
+from bundler.target.bundle import Bundle, Target, update_target
+from bundler.target.table import CompatTable
 from bundler.target.table_file import load_table
 
 
@@ -55,6 +58,16 @@ class LockResult:
         return data
 
 
+def _with_the_pins(error: DirectReferenceError, bundle: Bundle, target: Target, table: CompatTable, resolver: str) -> LockError:
+    """The refusal of the direct references, and what the other lines' exact pins say (as it stands when those
+    lines cannot be read either)."""
+    try:
+        rest = make_spec(bundle, target, table, resolver, skip_references=True)
+    except BundlerError:
+        return error
+    return with_pins_refused(error, rest)
+
+
 def run_lock(
     bundle: Bundle,
     *,
@@ -75,7 +88,10 @@ def run_lock(
     target = requested_target(
         bundle, table, cuda=cuda, rocm=rocm, cpu=cpu, torch=torch, python=python, torch_index=torch_index, platform=platform
     )
-    spec = make_spec(bundle, target, table, resolver)
+    try:
+        spec = make_spec(bundle, target, table, resolver)
+    except DirectReferenceError as error:
+        raise _with_the_pins(error, bundle, target, table, resolver) from None
     if dry_run:
         return LockResult(spec, "planned", spec.lock_path)
     lock = read_lock(spec.lock_path, spec.requirements_in, target, spec.bundle.requirements)

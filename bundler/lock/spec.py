@@ -80,7 +80,9 @@ class LockSpec:
 RESOLVERS = ("pip-tools", "uv")
 
 
-def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None, resolver: str = "pip-tools") -> LockSpec:
+def make_spec(
+    bundle: Bundle, target: Target, table: CompatTable | None = None, resolver: str = "pip-tools", skip_references: bool = False
+) -> LockSpec:
     if resolver not in RESOLVERS:
         raise UsageError(f"--resolver {resolver!r} is not one of {', '.join(RESOLVERS)}.", hint="pip-tools is the default.", value=resolver)
     if resolver == "uv":
@@ -88,7 +90,7 @@ def make_spec(bundle: Bundle, target: Target, table: CompatTable | None = None, 
     table = table or load_table()
     build = table.build_for(target)  # TargetError names the valid choices
     companions = build.companions()
-    requirements = compile_input(bundle.root, companions, target, build, bundle.requirements, table)
+    requirements = compile_input(bundle.root, companions, target, build, bundle.requirements, table, skip_references)
     compiled, notes = requirements.lines, requirements.notes
     text = input_text(bundle.root, bundle.requirements) or ""  # compile_input has read it
     pins = {name: version for name, version in companions.items() if name == "torch" or any(line_name(line) == name for line in compiled)}

@@ -24,8 +24,11 @@ from bundler.jobs.launch import Var
 SHEBANG = "#!/bin/bash"
 DEFAULT_JOIN_TIMEOUT = 120
 _STEP_FAILED = r"""step_failed() {
-  local step=$1 code=$2 host
+  local step=$1 code=$2 host why
   local missing=()
+  for why in "$STARTED/$step".*.why; do
+    [ -e "$why" ] && echo "bundler job: what a node said: $(cat "$why")" >&2
+  done
   while read -r host; do
     [ -e "$STARTED/$step.$host" ] || missing+=("$host")
   done < <(scontrol show hostnames "$SLURM_JOB_NODELIST")

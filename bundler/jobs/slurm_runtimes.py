@@ -25,10 +25,12 @@ RUNTIMES = ("apptainer", "docker", "podman", "pyxis")
 DEFAULT_RUNTIME = "apptainer"
 CHECK_SECONDS = 60  # an image check (or a node's engine) that takes longer is a failed node
 
-_MISSING = 'echo "bundler job: node $node has no image $IMAGE: {how}" >&2; return 3'
+# A node's reason also goes to the shared runs folder: srun may drop a task's last words when it ends the step
+_SAY = 'echo "$why" >&2; echo "$why" > "$STARTED/$step.$node.why" 2>/dev/null || true; return 3'
+_MISSING = 'why="bundler job: node $node has no image $IMAGE: {how}"; ' + _SAY
 _NO_GPU = (
-    'echo "bundler job: node $node: Slurm allocated no GPU to this step (SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES are empty); '
-    'ask for cards with --gpus-per-node" >&2; return 3'
+    'why="bundler job: node $node: Slurm allocated no GPU to this step (SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES are empty); '
+    'ask for cards with --gpus-per-node"; ' + _SAY
 )
 # RDMA adapters the node has reach the container (NCCL falls back to sockets otherwise), with the
 # locked memory their queues pin

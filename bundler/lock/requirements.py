@@ -350,17 +350,52 @@ class DirectReferenceError(LockError):
     """Lines of the requirements a hashed lock cannot pin: a VCS checkout, a URL, an editable, a local folder."""
 
 
+_MISSING_WHEEL = "a local wheel outside the project or missing"
+_PUT_THE_WHEEL = "Put the wheel in the project (e.g. wheels/) and name it by its relative path, e.g. `./wheels/NAME-VER-py3-none-any.whl`"
+
+
 def refuse(root: Path, line: SourceLine) -> BundlerError:
     """The refusal of a direct reference: the line, what it is, and the routes that work."""
     kind, name = _kind_and_name(line.text)
     where = line.where(root)
-    if kind == "a local wheel outside the project or missing":
+    if kind == _MISSING_WHEEL:
         return ProjectFileError(
             f"{where}: {line.text} names a wheel that is not a file inside the project.",
-            hint="Put the wheel in the project (e.g. wheels/) and name it by its relative path, e.g. `./wheels/NAME-VER-py3-none-any.whl`.",
+            hint=_PUT_THE_WHEEL + ".",
             path=line.path,
             value=line.text,
         )
+    return DirectReferenceError(
+        f"{where}: {line.text!r} is {kind}, which a hashed lock cannot pin: the same line can give different code tomorrow, "
+        "and the image builds offline.",
+        hint=f"Either {_route(line, name)} and list `./wheels/<the file>.whl` in its place: "
+        "bundler locks the wheel's sha256 and installs that file.",
+        path=line.path,
+        value=line.text,
+    )
+
+
+def refuse_all(root: Path, lines: list[SourceLine]) -> DirectReferenceError:
+    """One refusal for several direct references, each line with what it is and its route."""
+    kinds = [_kind_and_name(line.text) for line in lines]
+    return DirectReferenceError(
+        f"{len(lines)} lines of the requirements name code a hashed lock cannot pin (the same line can give different "
+        "code tomorrow, and the image builds offline): "
+        + "; ".join(f"{line.where(root)}: {line.text!r} is {kind}" for line, (kind, _) in zip(lines, kinds, strict=True))
+        + ".",
+        hint="For each: "
+        + "; ".join(
+            f"{line.where(root)}: {_PUT_THE_WHEEL if kind == _MISSING_WHEEL else _route(line, name)}"
+            for line, (kind, name) in zip(lines, kinds, strict=True)
+        )
+        + ". List each wheel built so as `./wheels/<the file>.whl` in its line's place: bundler locks its sha256.",
+        path=lines[0].path,
+        value=lines[0].text,
+    )
+
+
+def _route(line: SourceLine, name: str) -> str:
+    """What works instead of a direct reference: the release to pin (the newest PyPI lists), or a wheel built into the project."""
     release = latest_release(name) if name else None
     first = (
         f"pin the released version, `{name}=={release}` (the newest on PyPI)"
@@ -370,35 +405,7 @@ def refuse(root: Path, line: SourceLine) -> BundlerError:
         else "pin a released version (`NAME==X.Y`)"
     )
     source = line.text[3:].strip() if line.text.startswith("-e ") else line.text
-    build = f"pip wheel --no-deps '{source}' -w wheels/"
-    return DirectReferenceError(
-        f"{where}: {line.text!r} is {kind}, which a hashed lock cannot pin: the same line can give different code tomorrow, "
-        "and the image builds offline.",
-        hint=f"Either {first}, or build a wheel into the project (`{build}`) and list `./wheels/<the file>.whl` in its place: "
-        "bundler locks the wheel's sha256 and installs that file.",
-        path=line.path,
-        value=line.text,
-    )
-
-
-def refuse_all(root: Path, lines: list[SourceLine]) -> DirectReferenceError:
-    """One refusal for several direct references, each line with what it is and its route."""
-    refusals = [refuse(root, line) for line in lines]
-    return DirectReferenceError(
-        f"{len(lines)} lines of the requirements name code a hashed lock cannot pin (the same line can give different "
-        "code tomorrow, and the image builds offline): "
-        + "; ".join(f"{line.where(root)}: {line.text!r} is {_kind_and_name(line.text)[0]}" for line in lines)
-        + ".",
-        hint="For each: "
-        + "; ".join(f"{line.where(root)}: {_route(str(error.hint))}" for line, error in zip(lines, refusals, strict=True))
-        + ". List each wheel built so as `./wheels/<the file>.whl` in its line's place: bundler locks its sha256.",
-        path=lines[0].path,
-        value=lines[0].text,
-    )
-
-
-def _route(hint: str) -> str:
-    return hint.split(" and list `./wheels/")[0].removeprefix("Either ")
+    return f"{first}, or build a wheel into the project (`pip wheel --no-deps '{source}' -w wheels/`)"
 
 
 def _kind_and_name(text: str) -> tuple[str, str]:
@@ -418,7 +425,7 @@ def _kind_and_name(text: str) -> tuple[str, str]:
     if "://" in url:
         return "a direct URL", canonicalize_name(name) if name else _archive_name(url)
     if url.endswith(".whl"):
-        return "a local wheel outside the project or missing", ""
+        return _MISSING_WHEEL, ""
     return "a local folder or archive", canonicalize_name(name) if name else ""
 
 
@@ -495,6 +502,11 @@ def line_name(line: str) -> str:
 PAIRED = ("torchvision", "torchaudio")  # companions the table pairs with each release, or marks as having none ("")
 
 
+def _is_option(line: SourceLine) -> bool:
+    """An option line of requirements.in (``--extra-index-url …``), not an editable install."""
+    return line.text.startswith("-") and not line.text.startswith(("-e", "--editable"))
+
+
 def compile_input(
     root: Path,
     companions: dict[str, str],
@@ -509,21 +521,16 @@ def compile_input(
     root = Path(root).resolve()
     result, options = CompiledInput(), OptionOutcome()
     companion_lines: dict[str, SourceLine] = {}
-    lines = read_lines(root, input_name)
-    references = [
-        line
-        for line in lines
-        if not (line.text.startswith("-") and not line.text.startswith(("-e", "--editable")))
-        and project_wheel(root, line) is None
-        and is_direct_reference(line.text)
-    ]
+    lines = [(line, _is_option(line), None if _is_option(line) else project_wheel(root, line)) for line in read_lines(root, input_name)]
+    references = [line for line, option, wheel in lines if not option and wheel is None and is_direct_reference(line.text)]
     if references and not skip_references:  # every such line at once: a user mends them in one sitting
         raise refuse(root, references[0]) if len(references) == 1 else refuse_all(root, references)
-    for line in (line for line in lines if line not in references):
-        if line.text.startswith("-") and not line.text.startswith(("-e", "--editable")):
+    for line, option, wheel in lines:
+        if line in references:
+            continue
+        if option:
             handle_option(root, line, build, options)
             continue
-        wheel = project_wheel(root, line)
         if wheel is not None:
             result.project_wheels.append(wheel)
             result.lines.append(wheel.requirement)

@@ -111,22 +111,22 @@ def test_a_node_that_never_joins_fails_the_job_within_the_join_timeout_naming_it
         os.kill(pid, signal.SIGCONT)
     assert state == "FAILED" and code != "0:0"
     assert "node(s) 127.0.0.2 never started it" in output and "join timeout 15 s" in output, output[-4000:]
-    assert seconds < 15 + 45, output[-4000:]
     assert "diagnostics.127.0.0.2" not in started(project, job_id)
     print(f"slurm join-timeout verdict: {seconds:.1f} s (join timeout 15 s)")
 
 
-def test_an_image_missing_on_a_node_fails_within_a_minute_naming_node_and_reference(cluster, cpu_image, docker_client, tmp_path):
+def test_an_image_missing_on_a_node_fails_before_any_entry_naming_node_and_reference(cluster, cpu_image, docker_client, tmp_path):
     _, _, tag = cpu_image
     only_here = "bundler-test/example-cpu:node1-only"
     docker_client.images.get(tag).tag(only_here)
     try:
-        _, _, state, code, seconds, output = submitted(cluster, cpu_image, tmp_path / "missing", "--nodes", "2", image=only_here)
+        project, job_id, state, code, seconds, output = submitted(cluster, cpu_image, tmp_path / "missing", "--nodes", "2", image=only_here)
     finally:
         docker_client.images.remove(only_here)
     assert state == "FAILED" and code != "0:0"
     assert f"node 127.0.0.2 has no image {only_here}" in output, output[-4000:]
-    assert seconds < 60
+    marks = started(project, job_id)  # how soon it fails is bench/bench_slurm_join.py's to measure
+    assert "diagnostics.127.0.0.2" not in marks and not any(mark.startswith("entry.") for mark in marks), marks
     print(f"slurm missing-image verdict: {seconds:.1f} s")
 
 

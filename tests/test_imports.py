@@ -40,6 +40,21 @@ PACKAGES = {  # distribution -> (version, {file: text}, top_level.txt or None fo
         },
         "repeats\n",
     ),
+    # a wheel that installs examples and plugins beside its own module (pybullet: pybullet_envs, eglRenderer)
+    "multi-mod": (
+        "3.2",
+        {
+            "multi_mod/__init__.py": "",
+            "multi_mod_envs/__init__.py": "raise AttributeError('env_specs')\n",
+            "plugin.py": "raise SystemError('x')\n",
+        },
+        "multi_mod\nmulti_mod_envs\nplugin\n",
+    ),
+    "broken-own": (
+        "1.0",
+        {"broken_own/__init__.py": "raise ImportError('own')\n", "broken_own_extra.py": "raise ImportError('x')\n"},
+        None,
+    ),
     "hides": (
         "1.0",
         {
@@ -175,3 +190,11 @@ def test_an_errors_cause_is_named_only_where_it_says_more_than_the_error(site):
     assert results["hides"]["error"] == (
         "RuntimeError: Failed to import hides.models (caused by OSError: libGL.so.1: cannot open shared object file)"
     )
+
+
+def test_another_module_of_a_wheel_whose_own_module_imports_is_a_warning_not_a_failure(site, tmp_path):
+    report = imports.check(str(lock_with(tmp_path / "p", ["multi-mod", "broken-own"])), sys.executable, budget_s=60)
+    assert {item["module"] for item in report["warnings"]} == {"multi_mod_envs", "plugin"}
+    assert "multi-mod's own module multi_mod imports" in report["warnings"][0]["hint"]
+    # its own module failing: every module of it counts
+    assert {item["module"] for item in report["failures"]} == {"broken_own", "broken_own_extra"}

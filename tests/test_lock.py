@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import venv
 from pathlib import Path
 
@@ -192,6 +193,20 @@ def test_what_was_noted_before_resolving_is_repeated_in_the_refusal(tmp_path, in
     assert "numpy==1.26.4" in raised.value.message.split("Noted before")[0]  # the resolver's own words come first
 
 
+def test_what_was_noted_before_resolving_is_repeated_when_a_probe_refuses_during_resolution(tmp_path, indexed, monkeypatch):
+    noted = "requirements.in:1 pins torch==2.1.0; the Target's torch==2.9.1+cpu is used instead (bundle.toml [target])."
+    monkeypatch.setattr("bundler.lock.resolve.check_exact_pins", lambda spec, say: [noted])
+
+    def refuses(*args, **kwargs):  # what the torch probe raises from inside the resolution (a CUDA-only kernel)
+        raise LockError("kern==1.0 cannot be built for a CPU Target.", hint="Lock for a CUDA Target.")
+
+    monkeypatch.setattr("bundler.lock.resolve._resolve_standing_in", refuses)
+    project = make_project(tmp_path / "p", requirements="torch==2.9.1\nnumpy==2.1.0\n")
+    with pytest.raises(LockError) as raised:
+        run_lock(load_bundle(project), cpu=True)
+    assert raised.value.message == f"kern==1.0 cannot be built for a CPU Target. Noted before resolving: {noted.rstrip('.')}."
+
+
 def test_unreachable_index_is_an_external_error_and_the_old_lock_stays(tmp_path, indexed, monkeypatch):
     project = make_project(tmp_path / "p")
     run_lock(load_bundle(project), cpu=True)
@@ -311,3 +326,19 @@ def test_a_tampered_hash_fails_the_hashed_install(tmp_path, indexed):
         env=env,
     )
     assert not result.ok and result.step == "install" and "HASHES" in result.output.upper()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11, 1), reason="the host must be a newer micro release than the Target's X.Y.0")
+def test_a_release_only_a_newer_micro_python_admits_is_left_out_of_a_lock_resolved_on_the_host(tmp_path, indexed):
+    # the host (3.11.7) resolves; `bundler build` downloads for 3.11.0 and the image may hold 3.11.2 (soupsieve 4.1's
+    # `>=3.11.5`): the release the host admits must not be locked
+    from tests.fakeindex import _page, add_pypi_wheel
+
+    old, new = add_pypi_wheel(indexed, "microfloor", "1.0", []), add_pypi_wheel(indexed, "microfloor", "2.0", [])
+    _page(indexed.root / "pypi" / "simple" / "microfloor", [old.name, new.name], {new.name: f">={HOST_PYTHON}.1"})
+    project = make_project(tmp_path / "p", requirements="torch==2.9.1\nmicrofloor\n")
+    result = run_lock(load_bundle(project), cpu=True)
+    pins = {pin.name: pin.version for pin in parse_pins(split_lock((project / "requirements-rebuild.txt").read_text())[1])}
+    assert pins["microfloor"] == "1.0", pins
+    assert any(note.startswith("microfloor: the newest releases need a newer Python than") for note in result.spec.notes)
+    assert "python-floor" not in (project / "requirements-rebuild.txt").read_text()  # the constraint file stays out

@@ -283,6 +283,7 @@ def test_the_probe_prepares_metadata_as_the_build_will_run_and_names_a_cuda_refu
     assert "--no-build-isolation" in script and "--dry-run" in script and "--report /probe/report.json" in script
     assert "--target /tmp/build-requires" in script and "'cython<3'" in script and "setuptools>=64" not in script
     assert "export FORCE_CUDA=0" in script and "torch==2.13.0+cpu" in script
+    assert f"export PATH=/cache/torchprobe-{site.venv_key}/bin:$PATH" in script  # a setup that runs `pip` gets the venv's
     log = "bundler: preparing metadata with torch 2.13.0+cpu\n  RuntimeError: nvcc was not found.\nerror: metadata-generation-failed\n"
     cuda = torchprobe.refusal("flashy", "2.0", CPU311, site, log, 1)
     assert isinstance(cuda, LockError) and "nvcc or hipcc" in cuda.message and "RuntimeError: nvcc was not found." in cuda.message
@@ -296,6 +297,12 @@ def test_the_probe_prepares_metadata_as_the_build_will_run_and_names_a_cuda_refu
     assert "could not be prepared" in torchprobe.refusal("k", "1.0", CPU311, site, quiet, 1, None).message
     fetcher = write_archive(tmp_path / "f-1.0.tar.gz", {"f-1.0/setup.py": "from torch.utils.cpp_extension import CUDAExtension\n"})
     assert "declares a CUDAExtension" in torchprobe.refusal("f", "1.0", CPU311, site, quiet, 1, fetcher).message
+    # kernels beside a CPU route (MinkowskiEngine's CPU_ONLY, PyG's CppExtension): the failure is not the missing nvcc
+    either = write_archive(
+        tmp_path / "m-1.0.tar.gz", {"m-1.0/setup.py": "if CPU_ONLY:\n    Extension = CppExtension\n", "m-1.0/src/k.cu": ""}
+    )
+    other_cause = torchprobe.refusal("m", "1.0", CPU311, site, quiet, 1, either)
+    assert "could not be prepared" in other_cause.message and "nvcc or hipcc" not in other_cause.message
     setup = torchprobe.refusal("flashy", "2.0", CPU311, site, "ERROR: No matching distribution found for torch==2.13.0+cpu", 1)
     assert "probe venv with torch==2.13.0+cpu could not be made" in setup.message
 

@@ -95,3 +95,21 @@ def test_the_loopback_server_names_a_file_altered_in_the_cache(locked_rocm):
         victim.path.write_bytes(original)
     assert data.endswith(b"tampered")
     assert [(wheel.path, len(actual)) for wheel, actual in server.served.mismatches] == [(victim.path, 64)]
+
+
+def test_a_pin_the_index_has_no_file_of_for_the_target_is_named_with_pips_reason():
+    from bundler.errors import ExternalError
+    from bundler.image.wheelhouse import _download_error
+    from bundler.target.bundle import Target
+
+    log = (
+        "ERROR: Ignored the following versions that require a different python version: 4.1.3 Requires-Python >=3.11.5\n"
+        "ERROR: Could not find a version that satisfies the requirement soupsieve==4.1.3 (from versions: 2.8)\n"
+        "ERROR: No matching distribution found for soupsieve==4.1.3\n"
+    )
+    target = Target(backend="cpu", accelerator="", torch="2.13.0", python="3.11")
+    error = _download_error(log, ["https://pypi.org/simple"], target)
+    assert isinstance(error, BuildError) and error.value == "soupsieve==4.1.3"
+    assert "need a newer Python than 3.11.0" in error.message and "bundler lock --upgrade" in error.hint
+    offline = _download_error("ERROR: Could not install packages due to an OSError: Connection refused\n", ["https://x"], target)
+    assert isinstance(offline, ExternalError) and "network" in offline.hint

@@ -185,6 +185,17 @@ def _download_error(log: str, urls: list[str], target) -> Exception:
             "a file downloaded for the wheelhouse does not match the lock's hash: " + "; ".join(errors[:2])[:600],
             hint="The index serves a different file than the one locked; run `bundler lock --upgrade`, or check BUNDLER_INDEX_MAP.",
         )
+    unmatched = [line for line in errors if "No matching distribution found for" in line or "Could not find a version" in line]
+    if unmatched:  # the index answered, without a file that fits: the lock no longer fits the Target or the index
+        pin = unmatched[-1].rsplit(" for ", 1)[-1].split(" ")[0]
+        python = any("require a different python version" in line for line in errors)
+        return BuildError(
+            f"the lock pins {pin}, and {', '.join(urls)} list no file of it for {target.describe()}"
+            + (f" (pip: its files need a newer Python than {target.python}.0, which the build downloads for)." if python else "."),
+            hint="The lock was resolved for another Python or index: `bundler lock --upgrade` resolves it again for the Target "
+            "(a lock made by this release leaves such releases out).",
+            value=pin,
+        )
     return ExternalError(
         f"pip could not download the locked wheels for {target.describe()} from {', '.join(urls)}: " + " ".join(errors[:2])[:600],
         hint="Check the network or the proxy (PIP_PROXY, PIP_CERT); BUNDLER_INDEX_MAP can point an index at a reachable mirror.",

@@ -21,12 +21,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from packaging.utils import canonicalize_name
+
 from bundler.contracts.dropped import build_constraint_for
+from bundler.contracts.lockformat import unhashed_pin
 from bundler.errors import BundlerError, ExternalError, LockError
-from bundler.lock.hashes import body_pages, hash_body, project_files
+from bundler.lock.hashes import Pages, body_pages, hash_body, project_files, version_matches
 from bundler.lock.pinfiles import check_exact_pins
 from bundler.lock.piplog import metadata_failure, prepare_failure, resolution_error
 from bundler.lock.requirements import REQUIREMENTS_IN, project_index
+from bundler.lock.sources import admits_python, file_version
 from bundler.lock.spec import LockSpec
 from bundler.lock.staleness import stale_notes
 from bundler.lock.torchbuild import MAX_ROUNDS, REASON, StandIns, remember, torch_build_failure, wanted_specifier
@@ -102,21 +106,25 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_nam
     """Resolution for the Target, then the hashes from the indexes. When the previous lock's
     pins (kept as preferences) conflict with a tightened requirement, it runs again without them.
     ``engine_name`` (--engine) is the engine a resolution in the Target's image runs on."""
+    early_notes: list[str] = []
     try:
-        return _resolve(spec, previous_body, upgrade, engine_name, say or (lambda text: None))
+        return _resolve(spec, previous_body, upgrade, engine_name, say or (lambda text: None), early_notes)
     except BundlerError as error:
+        # said before resolving, they may be the cause (a project made for another torch), and the refusal is the paragraph read
+        if early_notes and "Noted before resolving" not in error.message:
+            error.message = error.message.rstrip(".") + ". Noted before resolving: " + "; ".join(n.rstrip(".") for n in early_notes) + "."
         if error.hint and not spec.lock_path.is_file():  # there is no previous lock to speak of
             error.hint = error.hint.replace(" The previous lock was not touched.", " Nothing was written.")
         raise
 
 
-def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None, say) -> Resolution:
+def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_name: str | None, say, early_notes: list[str]) -> Resolution:
     settings = host_pip_settings()
     pairs = index_map()
     indexes = resolution_indexes(spec, settings, pairs)
     probe_indexes(spec, settings, pairs)
     started = time.monotonic()
-    early_notes = check_exact_pins(spec, say)
+    early_notes += check_exact_pins(spec, say)
     kept_pins = bool(previous_body) and not upgrade
     with tempfile.TemporaryDirectory(prefix="bundler-project-wheels-") as local:
         # the project's own wheels, as an index of their own: resolved and hashed, never recorded
@@ -124,8 +132,10 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
         # archives whose build imports torch: resolved, never hashed
         stand_ins = StandIns(Path(local) / "stand-ins", probe=_torch_probe(spec, settings, pairs, indexes, engine_name, say))
 
+        floor: list[str] = []  # releases no file of which admits the Target's Python, once a resolution picked one
+
         def attempt_with(kept: str | None, constraint: str = "") -> Attempt:
-            return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes, constraint)
+            return _resolve_standing_in(spec, settings, pairs, urls, kept, engine_name, stand_ins, indexes, constraint, floor)
 
         attempt = attempt_with(previous_body if kept_pins else None)
         notes, retried = list(early_notes), False
@@ -146,9 +156,6 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
                 notes.append(_constrained_note(failed.log, constraint))
         if attempt.code != 0:
             error = resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
-            # said before resolving, they may be the cause, and the refusal is the paragraph read
-            if early_notes and isinstance(error, BundlerError):
-                error.message = error.message.rstrip(".") + ". Noted before resolving: " + "; ".join(early_notes) + "."
             if retried and isinstance(error, LockError):
                 error.hint = (
                     "Loosen or fix the pins named above: resolving again without the current lock's pins, as `bundler lock --upgrade` "
@@ -156,6 +163,13 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
                 )
             raise error
         pages = body_pages(attempt.body, urls, settings)
+        floor += python_floor(attempt.body, pages, spec.target.python)
+        if floor:  # the host's Python is newer than the Target's X.Y.0, which `bundler build` downloads for
+            attempt = attempt_with(previous_body if kept_pins else None, constraint)
+            if attempt.code != 0:
+                raise resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
+            notes.append(_floor_note(floor, spec.target.python))
+            pages = body_pages(attempt.body, urls, settings)
         body = hash_body(attempt.body, urls, settings, pages)
         notes += stale_notes(attempt.body, spec, lambda name: [f for url in urls for f in pages.get((name, url), [])])
     remember({archive.sha256 for archive in stand_ins.archives.values()})
@@ -176,12 +190,15 @@ def _resolve_standing_in(
     stand_ins: StandIns,
     indexes: list[tuple[str, str]],
     constraint: str = "",
+    floor: list[str] | None = None,
 ) -> Attempt:
     """One resolution; each time it fails on a source archive whose build imports torch, that archive's
     dependencies (read from its metadata) stand in for it and it runs again. ``constraint``: a build constraint
-    for every isolated build (``setuptools<82``)."""
+    for every isolated build (``setuptools<82``); ``floor``: constraint lines that leave out releases the Target's
+    Python cannot install."""
+    floor = floor or []
     attempt = _resolve_once(
-        spec, settings, pairs, urls + ([stand_ins.url] if stand_ins.archives else []), kept, engine_name, constraint=constraint
+        spec, settings, pairs, urls + ([stand_ins.url] if stand_ins.archives else []), kept, engine_name, constraint=constraint, floor=floor
     )
     for _ in range(MAX_ROUNDS):
         failure = torch_build_failure(attempt.log) if attempt.code != 0 else None
@@ -190,8 +207,34 @@ def _resolve_standing_in(
         name, version = failure
         files = [item for _, url in indexes for item in _listed(url, name, settings)]
         stand_ins.add(name, version, files, wanted_specifier(name, spec.compiled_input), spec.target)
-        attempt = _resolve_once(spec, settings, pairs, urls + [stand_ins.url], kept, engine_name, constraint=constraint)
+        attempt = _resolve_once(spec, settings, pairs, urls + [stand_ins.url], kept, engine_name, constraint=constraint, floor=floor)
     return attempt
+
+
+PYTHON_FLOOR = "python-floor.txt"
+
+
+def python_floor(body: str, pages: Pages, python: str) -> list[str]:
+    """Constraint lines for each project of which the body pins a release that no file admits CPython ``python``.0 for
+    (the host resolved on a newer micro release): every such release of that project left out."""
+    lines = []
+    for pin in filter(None, map(unhashed_pin, body.splitlines())):
+        listed = [f for (name, _), files in pages.items() if name == canonicalize_name(pin.name) for f in files]
+        if not any(version_matches(f.filename, pin.name, pin.version) and admits_python(f, python) for f in listed):
+            if not any(version_matches(f.filename, pin.name, pin.version) for f in listed):
+                continue  # not listed at all: hash_body says so
+            versions = {file_version(f.filename) for f in listed} - {None}
+            refused = sorted(str(v) for v in versions if not any(admits_python(f, python) for f in listed if file_version(f.filename) == v))
+            lines.append(f"{pin.name}" + ",".join(f"!={v}" for v in refused))
+    return lines
+
+
+def _floor_note(floor: list[str], python: str) -> str:
+    names = ", ".join(line.split("!=")[0] for line in floor)
+    return (
+        f"{names}: the newest releases need a newer Python than {python}.0, which the image may hold (this host's is newer); "
+        "the newest release whose files admit it was locked instead"
+    )
 
 
 BUILD_CONSTRAINTS = "build-constraints.txt"
@@ -252,11 +295,17 @@ def _resolve_once(
     engine_name: str | None,
     verbose: bool = False,
     constraint: str = "",
+    floor: list[str] | None = None,
 ) -> Attempt:
-    """One resolution, on this host or in the Target's image; ``constraint`` constrains every isolated build's tools."""
+    """One resolution, on this host or in the Target's image; ``constraint`` constrains every isolated build's tools,
+    ``floor`` (constraint lines) the releases it may pick."""
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
-        (work_dir / REQUIREMENTS_IN).write_text("\n".join(spec.compiled_input) + "\n", encoding="utf-8")
+        lines = list(spec.compiled_input)
+        if floor:
+            (work_dir / PYTHON_FLOOR).write_text("\n".join(floor) + "\n", encoding="utf-8")
+            lines.append(f"-c {PYTHON_FLOOR}")
+        (work_dir / REQUIREMENTS_IN).write_text("\n".join(lines) + "\n", encoding="utf-8")
         build_env = constrained_builds(work_dir, constraint)
         if kept:  # both resolvers keep an output file's pins that still fit
             (work_dir / "lock.txt").write_text(kept, encoding="utf-8")
@@ -284,7 +333,8 @@ def _resolve_once(
             completed = subprocess.run(argv, cwd=work_dir, env=env, capture_output=True, text=True)
             attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"pip-tools {_piptools_version()}")
         if attempt.code == 0:
-            attempt = replace(attempt, body=(work_dir / "lock.txt").read_text(encoding="utf-8"))
+            body = (work_dir / "lock.txt").read_text(encoding="utf-8")
+            attempt = replace(attempt, body=re.sub(rf"(?m)^\s*#\s+(via )?-c {re.escape(PYTHON_FLOOR)}\n", "", body))
     return attempt
 
 

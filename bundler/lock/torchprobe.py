@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import tempfile
 from collections.abc import Callable
@@ -32,6 +33,9 @@ from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, member_names, own_lines,
 PROBE_TIMEOUT_S = int(os.environ.get("BUNDLER_METADATA_PROBE_TIMEOUT", "900"))  # the first one installs torch
 Say = Callable[[str], None]
 _DEFAULTS = {"setuptools", "wheel"}
+# a setup.py that can leave its CUDA kernels out (a C++ extension, a CPU-only switch): its CUDA sources alone say nothing
+# about why it failed on a CPU Target (MinkowskiEngine's CPU_ONLY, PyG's WITH_CUDA, detectron2's FORCE_CUDA)
+CPU_ROUTE = re.compile(r"\bCppExtension\b|\bCPU_ONLY\b|--cpu_only|\bWITH_CUDA\b|\bFORCE_CUDA\b", re.IGNORECASE)
 
 
 @dataclass
@@ -78,6 +82,7 @@ def probe_script(site: ProbeSite, sdist: str, build_requires: tuple[str, ...], e
                 if extra
                 else []
             ),
+            f"export PATH={venv}/bin:$PATH VIRTUAL_ENV={venv}",  # a setup that runs `pip`, `python` or ninja finds the venv's
             f"echo \"bundler: preparing metadata with torch $({venv}/bin/python -c 'import torch; print(torch.__version__)')\"",
             f"export {exports}" if exports else "true",
             f"{prepare} --report /probe/report.json {archive}",
@@ -142,14 +147,18 @@ def _requires_from_report(report: Path) -> list[str]:
 
 
 def cuda_sources(sdist: Path | None) -> str:
-    """A clause naming what in the archive builds CUDA code: its .cu/.cuh sources, or a CUDAExtension in its setup.py
-    (some archives ship no kernels, only the setup that fetches or builds them); "" when neither."""
+    """A clause naming what in the archive builds CUDA code only: its .cu/.cuh sources, or a CUDAExtension in its setup.py
+    (some archives ship no kernels, only the setup that fetches or builds them); "" when neither, or when its setup.py
+    has a CPU route."""
     if sdist is None:
+        return ""
+    setup = top_file(sdist, "setup.py")
+    if CPU_ROUTE.search(setup):
         return ""
     count = sum(1 for name in member_names(sdist) if name.lower().endswith((".cu", ".cuh")))
     if count:
         return f" (its archive holds {count} CUDA sources, .cu/.cuh)"
-    return " (its setup.py declares a CUDAExtension)" if "CUDAExtension" in top_file(sdist, "setup.py") else ""
+    return " (its setup.py declares a CUDAExtension)" if "CUDAExtension" in setup else ""
 
 
 def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: int, sdist: Path | None = None) -> Exception:

@@ -115,6 +115,13 @@ def _from_record(dist) -> list:
     return sorted(set(names), key=names.index)
 
 
+def own_module(dist: str, modules: list) -> str:
+    """The module named after the distribution (pybullet's ``pybullet`` beside ``pybullet_envs``, ``eglRenderer``); "" when
+    none is: then every top-level module is the package (opencv-python's ``cv2``)."""
+    wanted = re.sub(r"[-_.]+", "_", dist).lower()
+    return next((module for module in modules if module.lower() == wanted), "")
+
+
 def plan(names: list) -> tuple[list, list]:
     """([(distribution, version, [modules])], [names not installed]) for the direct dependencies."""
     from importlib import metadata
@@ -327,6 +334,11 @@ def check_names(
         item = {"module": module, "distribution": dist, "version": version, "status": result["status"], "error": result["error"]}
         if result["status"] == "unchecked" or (no_gpu_here and GPU_ERROR.search(result["error"])):
             item["hint"] = "It needs a GPU (checked on the rented box)" if result["status"] != "unchecked" else "Raise the time bound."
+            warnings.append(item)
+            continue
+        own = own_module(dist, [m for m, (d, _) in modules.items() if d == dist])
+        if own and own != module and outcome.get(own, {}).get("status") == "ok":
+            item["hint"] = f"{dist}'s own module {own} imports; {module} is another module its wheel installs (an example or plugin)"
             warnings.append(item)
             continue
         item["hint"] = hint_for(result["error"], dist, version, input_name)

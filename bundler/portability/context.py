@@ -219,6 +219,11 @@ _ROUTER_PREFIX = re.compile(rb"\bprefix\s*=\s*[rRuUbBfF]{0,2}[\"']$")
 # a name in the service, asked of an object whose name says API.
 _API_OBJECT = re.compile(rb"([\w.]+?)(?:\(\))?\.(?:runs?|artifacts?|sweeps?|projects?|reports?)\(\s*[rRuUbBfF]{0,2}[\"']$")
 _OPEN_ROUTER = re.compile(rb"(?i)router\([^)]*$")
+# A browser's request of its own server: xhr.open("POST", "/upload"), axios.post("/api/x"), $.getJSON("/data/x.json").
+_HTTP_REQUEST = re.compile(
+    rb"(?:\.open\(\s*[\"'](?i:get|post|put|delete|patch|head|options)[\"']\s*,\s*"
+    rb"|\baxios(?:\.(?:get|post|put|delete|patch|head|request))?\(\s*|\$\.(?:get|post|ajax|getJSON)\(\s*)[`\"']$"
+)
 _COMMENT_LINE = re.compile(rb"[ \t]*#")
 _OPTION = re.compile(rb"[ \t]*#?[ \t]*(?:[A-Za-z_]\w*\.)+(?P<name>[A-Za-z_]\w*)[ \t]*=")
 _WEB_WORDS = frozenset({"url", "urls", "uri", "uris", "endpoint", "endpoints", "route", "routes", "api", "apis", "href"})
@@ -247,6 +252,8 @@ def is_web_path(data: bytes, line_start: int, start: int) -> bool:
     if compared is not None and web_name(compared.group(1)):
         return True  # request.url.path.startswith("/api/"): a web address's prefix
     if _ROUTE_DECORATOR.search(data, max(0, start - 200), start) is not None:  # @app.get(\n    "/v1/models", …) too
+        return True
+    if _HTTP_REQUEST.search(data, max(line_start, start - 80), start) is not None:
         return True
     api = _API_OBJECT.search(data, max(line_start, start - 80), start)
     if api is not None and "api" in name_words(api.group(1).decode("utf-8", "replace")):
@@ -295,6 +302,27 @@ def _documents_web_option(data: bytes, line_start: int) -> bool:
 def name_words(name: str) -> list[str]:
     """The words of an identifier, snake or camel case: ``kernels_endpoint``, ``mathjaxUrl`` give their words, lower case."""
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+
+
+# --- pieces of a path: what code edits a path with, or a comment shows appended -------------------
+
+# The replacement of one folder's name by another inside a path: s.replace("/speech_data/", "/speech_data_22050/").
+_REPLACED_PIECE = re.compile(rb"""\.replace\(\s*[rRbBuU]?(["'])/[^/"'\n]+/\1\s*,\s*[rRbBuU]?["']$""")
+# A comment that shows a tail put after an expression: # self._data_path + /ImageSets/val.txt
+_COMMENTED_TAIL = re.compile(rb"[ \t]*(?:#|//)[^\n]*?[\w\])]\s*\+\s*$")
+
+
+def path_piece(data: bytes, line_start: int, start: int) -> bool:
+    """Is the absolute path at ``start`` a piece of another path: the new name of one folder that another replaces
+    (both written ``/name/``), or a tail a comment shows appended to an expression?"""
+    if _COMMENTED_TAIL.fullmatch(data, line_start, start):
+        return True
+    replaced = _REPLACED_PIECE.search(data, max(line_start, start - 200), start)
+    if replaced is None:
+        return False
+    close = re.compile(rb"[\"'\n]").search(data, start)
+    piece = data[start : close.start()] if close is not None and data[close.start() : close.start() + 1] != b"\n" else b""
+    return piece.endswith(b"/") and piece.count(b"/") == 2
 
 
 # --- names in a namespace that is no file system: USD prims, ROS topics, HDF5 groups -------------

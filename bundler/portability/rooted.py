@@ -22,12 +22,19 @@ _TARGET = re.compile(rb"[ \t]*([A-Za-z_]\w*)[ \t]*")
 _CELL_VALUE = re.compile(rb"""=[ \t]*[rRuU]?(\\"|')(/[A-Za-z_][\w.+-]*)/?\1[ \t]*(?:#[^\n"]*)?(?:\\n)?",?[ \t]*$""", re.M)
 _CELL_TARGET = re.compile(rb'[ \t]*"[ \t]*([A-Za-z_]\w*)[ \t]*')
 _NAME_ARGUMENT = rb"\(\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\s*[,)]"
+_KEYWORD_VALUE = rb"=\s*(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\s*[,)]"
 _HEADS = (  # (a literal the file must hold, where a name is a path's head); each starts with its literal, searched fast
     (b"}/", re.compile(rb"\{(?:[A-Za-z_]\w*\.)*([A-Za-z_]\w*)\}/")),  # f"{cluster.FS}/{user}"
     (b"join(", re.compile(rb"join" + _NAME_ARGUMENT)),
     (b"makedirs(", re.compile(rb"makedirs" + _NAME_ARGUMENT)),
     (b"chdir(", re.compile(rb"chdir" + _NAME_ARGUMENT)),
+    # a keyword that says folder: AudioDataset(data_path=TRAIN_FOLDER), Trainer(root_dir=FS)
+    *((word, re.compile(word + _KEYWORD_VALUE)) for word in (b"path", b"dir", b"folder", b"root")),
 )
+# A drive's root kept in a variable (first = "D:/", ROOT = "E:\\"): a folder of one Windows machine once a path is built on it.
+_DRIVE_VALUE = re.compile(rb"""=[ \t]*[rRuU]?(["'])([A-Za-z]:(?:/|\\{1,2}))\1[ \t]*(?:#[^\n]*)?$""", re.M)
+_CELL_DRIVE_VALUE = re.compile(rb"""=[ \t]*[rRuU]?(\\"|')([A-Za-z]:(?:/|\\{2,4}))\1[ \t]*(?:#[^\n"]*)?(?:\\[rn])*",?[ \t]*$""", re.M)
+_CONCATENATED = re.compile(rb"(?<![\w.])([A-Za-z_]\w*)\s*\+\s*(?:[A-Za-z_\"'(])")  # first + second + "x.png"
 _ANY_VALUE = re.compile(rb"=[ \t]?[rRuU]?\\?[\"']/")
 _NOT_FOLDER_WORDS = frozenset({"url", "urls", "uri", "api", "endpoint", "route", "routes", "prefix", "pattern", "regex"})
 
@@ -38,6 +45,27 @@ class Assignment:
     start: int  # offset of the path in the file
     end: int
     name: str
+    group: str = "absolute"  # "windows" for a drive's root
+
+
+def drive_roots(relative: str, data: bytes) -> list[Assignment]:
+    """``NAME = "D:/"`` statements in one Python file or notebook's code, kept where the name is concatenated into a
+    path (``NAME + second``) or is a path's head."""
+    if b":/" not in data and b":\\" not in data:
+        return []
+    cell = relative.endswith(".ipynb")
+    value, target_pattern = (_CELL_DRIVE_VALUE, _CELL_TARGET) if cell else (_DRIVE_VALUE, _TARGET)
+    concatenated = {m.group(1).decode("ascii") for m in _CONCATENATED.finditer(data)}
+    found = []
+    for match in value.finditer(data):
+        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        target = target_pattern.fullmatch(data, line_start, match.start())
+        if target is None:
+            continue
+        name = target.group(1).decode("ascii")
+        if name in concatenated or name in path_heads(data):
+            found.append(Assignment(relative, match.start(2), match.end(2), name, "windows"))
+    return found
 
 
 def assignments(relative: str, data: bytes) -> list[Assignment]:

@@ -328,8 +328,11 @@ def decode(data: bytes) -> tuple[str, str]:
 
 
 def _in_url(data: bytes, at: int) -> bool:
-    """Is ``at`` inside a ``scheme://…`` word? (Such a line needs no shape unless another trigger calls for it.)"""
+    """Is ``at`` inside a ``scheme://…`` word? (Such a line needs no shape unless another trigger calls for it.)
+    A ``file://`` URL names a path of this machine (``file:///home/<u>/x.tif``): not a web address."""
     scheme = data.rfind(b"://", max(0, at - 256), at)
+    if scheme != -1 and data[max(0, scheme - 4) : scheme].lower() == b"file":
+        return False
     return scheme != -1 and _WORD_BREAK.search(data, scheme, at) is None
 
 
@@ -430,7 +433,7 @@ class Scanner:
             self.expanded_and_made |= homevars.expanded_and_made(data)
         if relative.endswith((*PYTHON_SUFFIXES, ".ipynb")):  # a notebook's code cells build paths as a module does
             self.path_heads |= rooted.path_heads(data)
-            self.rooted += [(a, data) for a in rooted.assignments(relative, data)]
+            self.rooted += [(a, data) for a in rooted.assignments(relative, data) + rooted.drive_roots(relative, data)]
         if relative.endswith(PYTHON_SUFFIXES) and (b"omegaconf" in data or b"hydra" in data):
             for match in _HYDRA_CONFIG_PATH.finditer(data):
                 folder = os.path.normpath(os.path.join(os.path.dirname(relative), match.group(1).decode("utf-8", "replace")))
@@ -536,7 +539,8 @@ class Scanner:
                 finding = self._finding(place, hit, line_start, line_end, line_number, text)
                 if finding is not None:
                     found.append(finding)
-        return found
+        # the topic a comment names (`# subscribe to /camera/points`) is the one the file subscribes to, not a folder
+        return [f for f in found if f.shape != "absolute" or f.text not in place.namespaced]
 
     def _finding(self, place: _Place, hit, line_start: int, line_end: int, line: int, text: str | None) -> Finding | None:
         data, shape = place.data, hit.shape
@@ -560,7 +564,10 @@ class Scanner:
         if hit.group in ("home", "temp", "absolute") and context.markup_or_regex(data, hit.start):
             return None
         if hit.group in ("home", "temp", "absolute") and context.namespace_name(data, line_start, hit.start):
+            place.namespaced.add(hit.text)
             return None  # prim_path="/World/ground", Subscriber("/camera/image"): no folder
+        if hit.group == "absolute" and context.path_piece(data, line_start, hit.start):
+            return None  # .replace("/speech_data/", "/speech_data_16k/"), # root + /ImageSets/val.txt: a piece of a path
         if hit.group == "absolute" and place.batch and _CMD_SWITCH.fullmatch(hit.text):
             return None  # cd /d "%~dp0", cmd /k: a switch of Windows' command interpreter
         if hit.group == "absolute" and place.ros and context.ros_graph_name(hit.text):
@@ -648,7 +655,7 @@ class Scanner:
         known = {(f.file, f.line) for f in result.findings}
         found = []
         for assignment, data in self.rooted:
-            if assignment.name not in self.path_heads:
+            if assignment.group == "absolute" and assignment.name not in self.path_heads:
                 continue
             line_start = data.rfind(b"\n", 0, assignment.start) + 1
             line_end = data.find(b"\n", assignment.start)
@@ -657,7 +664,7 @@ class Scanner:
                 continue
             text = data[assignment.start : assignment.end].decode("utf-8", "replace")
             place = _Place(assignment.relative, data, category_of(assignment.relative, data), None)
-            hit = Hit("absolute", assignment.start, assignment.end, text)
+            hit = Hit(assignment.group, assignment.start, assignment.end, text)
             finding = self._finding(place, hit, line_start, len(data) if line_end == -1 else line_end, line, None)
             if finding is not None:
                 found.append(finding)
@@ -786,6 +793,7 @@ class _Place:
         self.own = context.Spans([own.span()] if own else [])
         self._docstrings: context.Spans | None = None
         self.ros = False
+        self.namespaced: set[str] = set()  # texts this file hands to a namespace's call (a ROS topic), no folders anywhere in it
 
     def is_docs(self, offset: int) -> bool:
         if not self.relative.endswith(PYTHON_SUFFIXES):

@@ -18,6 +18,7 @@ from packaging.specifiers import SpecifierSet
 
 from bundler.errors import LockError
 from bundler.image import torchenv
+from bundler.lock import torchprobe
 from bundler.lock.hashes import IndexFile
 from bundler.lock.torchbuild import REASON, StandIns, static_requirements, torch_build_failure, unpreparable, wanted_specifier
 from bundler.target.bundle import Target
@@ -155,6 +156,23 @@ def test_the_archives_build_requirements_leave_torch_out(tmp_path):
     assert torchenv.build_requires(torchop_sdist(tmp_path / "p", extra={"pyproject.toml": pyproject})) == ("setuptools>=64", "ninja")
     plain = torchop_sdist(tmp_path / "s")
     assert torchenv.build_requires(plain) == ("setuptools", "wheel") and torchenv.imports_torch(plain)
+
+
+def test_what_a_setup_py_imports_at_its_top_undeclared_is_a_build_requirement(tmp_path):
+    # MinkowskiEngine's way: `import numpy` beside torch in setup.py, no pyproject; an optional import in a try is not one
+    setup = (
+        "import os, sys\nimport numpy as np\nfrom Cython.Build import cythonize\nimport torch\n"
+        "from torch.utils.cpp_extension import CppExtension\nfrom setuptools import setup\nimport torchop\n"
+        "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n\ndef f():\n    import scipy\n"
+    )
+    archive = write_archive(tmp_path / "k-1.0.tar.gz", {"k-1.0/setup.py": setup, "k-1.0/torchop/__init__.py": ""})
+    assert torchprobe.setup_imports(archive) == ["numpy", "cython"]
+    assert torchenv.build_requires(archive) == ("setuptools", "wheel", "numpy", "cython")
+    declared = write_archive(
+        tmp_path / "d-1.0.tar.gz",
+        {"d-1.0/setup.py": setup, "d-1.0/pyproject.toml": '[build-system]\nrequires = ["setuptools", "numpy<2"]\n'},
+    )
+    assert torchprobe.build_system_requires(declared) == ("setuptools", "numpy<2", "cython", "torchop")
 
 
 def test_a_setup_py_that_turns_ninja_off_builds_its_extensions_in_parallel_on_a_cpu_target_only(tmp_path):

@@ -25,6 +25,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from bundler.lock.torchbuild import top_file
 from bundler.lock.torchprobe import build_system_requires, pyproject_build_requires
 
 JOB_MEMORY_GIB = 2.0  # what one compiler job of a torch extension takes, at most, in practice
@@ -68,9 +69,10 @@ def turns_ninja_off(sdist: Path) -> bool:
 
 
 def build_requires(sdist: Path) -> tuple[str, ...]:
-    """The build requirements the archive names, torch left out (the Target's own is installed first); setuptools and wheel
-    when it names none."""
-    return build_system_requires(sdist) or DEFAULT_BUILD_REQUIRES
+    """The build requirements the archive names, torch left out (the Target's own is installed first), with what its
+    setup.py imports undeclared; setuptools and wheel first when its pyproject names none."""
+    declared = pyproject_build_requires(top_file(sdist, "pyproject.toml"))
+    return (() if declared else DEFAULT_BUILD_REQUIRES) + build_system_requires(sdist)
 
 
 def _names(lines: list[str]) -> list[str]:

@@ -35,7 +35,9 @@ Say = Callable[[str], None]
 _DEFAULTS = {"setuptools", "wheel"}
 # a setup.py that can leave its CUDA kernels out (a C++ extension, a CPU-only switch): its CUDA sources alone say nothing
 # about why it failed on a CPU Target (MinkowskiEngine's CPU_ONLY, PyG's WITH_CUDA, detectron2's FORCE_CUDA)
-CPU_ROUTE = re.compile(r"\bCppExtension\b|\bCPU_ONLY\b|--cpu_only|\bWITH_CUDA\b|\bFORCE_CUDA\b", re.IGNORECASE)
+CPU_ROUTE = re.compile(
+    r"\bCppExtension\s*\(|\b\w+\s*=\s*CppExtension\b|\bCPU_ONLY\b|--cpu_only|\bWITH_CUDA\b|\bFORCE_CUDA\b", re.IGNORECASE
+)
 
 
 @dataclass
@@ -197,8 +199,47 @@ def refusal(name: str, version: str, target, site: ProbeSite, log: str, code: in
 
 
 def build_system_requires(sdist: Path) -> tuple[str, ...]:
-    """The archive's pyproject ``[build-system] requires`` without torch (the probe venv has the Target's own)."""
-    return tuple(line for line in pyproject_build_requires(top_file(sdist, "pyproject.toml")) if _name(line) not in ("torch", ""))
+    """The archive's pyproject ``[build-system] requires`` without torch (the probe venv has the Target's own), and what its
+    setup.py imports at the top without declaring it (MinkowskiEngine's ``import numpy``)."""
+    declared = [line for line in pyproject_build_requires(top_file(sdist, "pyproject.toml")) if _name(line) not in ("torch", "")]
+    named = {_name(line) for line in declared}
+    return tuple(declared + [name for name in setup_imports(sdist) if _name(name) not in named])
+
+
+# modules a setup.py imports whose distribution has another name
+_DISTRIBUTION_OF = {"Cython": "cython", "yaml": "pyyaml", "skbuild": "scikit-build", "pkgconfig": "pkgconfig", "git": "gitpython"}
+# what every build environment here has, or what ships with the archive's build tools
+_PROVIDED = {"torch", "setuptools", "distutils", "pkg_resources", "wheel", "packaging", "ninja", "pip", "_distutils_hack"}
+
+
+def setup_imports(sdist: Path) -> list[str]:
+    """The distributions a setup.py imports at its top level (outside any function or ``try``) that neither the standard
+    library, the build environment nor the archive itself provides: a build requirement it needs but does not declare,
+    which an isolated build lacks and so does a venv holding only torch."""
+    import ast
+    import sys
+
+    text = top_file(sdist, "setup.py")
+    try:
+        tree = ast.parse(text) if text else None
+    except SyntaxError:
+        return []
+    if tree is None:
+        return []
+    own = {name.split("/")[1].split(".")[0] for name in member_names(sdist) if name.count("/") >= 1 and name.split("/")[1]}
+    found: list[str] = []
+    for node in tree.body:
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        for module in modules:
+            top = module.split(".")[0]
+            if top in sys.stdlib_module_names or top in _PROVIDED or top in own:
+                continue
+            name = _DISTRIBUTION_OF.get(top, top)
+            if name not in found:
+                found.append(name)
+    return found
 
 
 def pyproject_build_requires(text: str) -> list[str]:

@@ -283,8 +283,6 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
     if start == 0:
         return True
     before = data[start - 1]
-    if group != "windows" and data[max(0, start - 7) : start].lower() == b"file://":
-        return True  # file:///home/<u>/x.tif: a path of this machine written as a URL
     if group == "single":
         return (before in b" \t\"'`" or _curly_before(data, start) or in_search_path(data, start)) and not tail_literal(data, start)
     if group in ("absolute", "built", "rooted"):
@@ -335,12 +333,11 @@ _WORD_STOP = frozenset(b" \t\"'`(<[=,")
 
 
 def inside_url(data: bytes, line_start: int, start: int) -> bool:
-    """True when the hit is part of a ``scheme://`` word (a URL, not a path); ``file://`` names a path of this machine."""
+    """True when the hit is part of a ``scheme://`` word (a URL, not a path)."""
     word_start = start
     while word_start > line_start and data[word_start - 1] not in _WORD_STOP:
         word_start -= 1
-    scheme = _URL_SCHEME.search(data, word_start, start + 1)
-    return scheme is not None and scheme.group(0).lower() != b"file://"
+    return _URL_SCHEME.search(data, word_start, start + 1) is not None
 
 
 def _segment_byte(byte: int) -> bool:

@@ -1,12 +1,11 @@
 """What rounds AB and AC met on first contact (issue 26): a one-folder root handed to a keyword that says
-folder, a drive's root concatenated into a path, a file:// URL of this machine, a topic a comment names
-beside the call that subscribes to it, a browser's request of its own server, and the pieces of a path
-(a folder renamed inside it, a tail a comment shows appended). Fixtures of our own, written as the rule
-reads."""
+folder, a drive's root concatenated into a path, a topic a comment names beside the call that subscribes
+to it, a browser's request of its own server, and the pieces of a path (a folder renamed inside it, a tail
+a comment shows appended). Fixtures of our own, written as the rule reads."""
 
 from __future__ import annotations
 
-from tests.paths_support import build_tree, code_notebook, found_in, output_notebook
+from tests.paths_support import build_tree, code_notebook, found_in
 
 
 def test_a_one_folder_root_handed_to_a_keyword_that_says_folder_is_one_machines(tmp_path):
@@ -24,13 +23,6 @@ def test_a_drives_root_concatenated_into_a_path_is_found_and_a_lone_one_is_not(t
     found = found_in(root)
     assert [(file, shape) for file, _, shape, _ in found] == [("nb.ipynb", "windows-drive"), ("paths.py", "windows-drive")]
     assert [line for file, line, _, _ in found if file == "paths.py"] == [1]  # E:/ is only printed
-
-
-def test_a_file_url_names_a_path_of_this_machine(tmp_path):
-    printed = {"output_type": "stream", "name": "stdout", "text": ["Copying file:///home/ana/slides/t_059.tif [image/tiff]...\n"]}
-    code = 'SITE = "https://lab.example.org/home/ana/page"\n'
-    root = build_tree(tmp_path / "p", {"upload.ipynb": output_notebook(["!gsutil cp x gs://b\n"], [printed]), "site.py": code})
-    assert [(file, shape) for file, _, shape, _ in found_in(root)] == [("upload.ipynb", "home")]
 
 
 def test_a_topic_a_comment_names_beside_the_call_that_subscribes_to_it_is_no_folder(tmp_path):

@@ -328,11 +328,8 @@ def decode(data: bytes) -> tuple[str, str]:
 
 
 def _in_url(data: bytes, at: int) -> bool:
-    """Is ``at`` inside a ``scheme://…`` word? (Such a line needs no shape unless another trigger calls for it.)
-    A ``file://`` URL names a path of this machine (``file:///home/<u>/x.tif``): not a web address."""
+    """Is ``at`` inside a ``scheme://…`` word? (Such a line needs no shape unless another trigger calls for it.)"""
     scheme = data.rfind(b"://", max(0, at - 256), at)
-    if scheme != -1 and data[max(0, scheme - 4) : scheme].lower() == b"file":
-        return False
     return scheme != -1 and _WORD_BREAK.search(data, scheme, at) is None
 
 

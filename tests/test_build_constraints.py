@@ -33,6 +33,9 @@ def test_a_missing_module_the_table_knows_gives_the_pin_that_ships_it_and_others
     assert build_constraint_for(OLD_SETUP_LOG) == "setuptools<82"
     assert build_constraint_for("ModuleNotFoundError: No module named 'torch'") == ""
     assert build_constraint_for("No module named 'pkg_resources.extern'") == "setuptools<82"
+    # a submodule its distribution dropped, the distribution kept: numpy.distutils (MinkowskiEngine's BLAS search)
+    assert build_constraint_for("ModuleNotFoundError: No module named 'numpy.distutils'") == "numpy<2"
+    assert build_constraint_for("No module named 'numpy'") == "" and build_constraint_for("No module named 'numpy_x'") == ""
 
 
 SETUP = "import pkg_resources\nfrom setuptools import setup\nsetup(name='oldsetup', version='1.0', py_modules=['oldsetup'])\n"

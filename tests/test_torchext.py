@@ -164,15 +164,16 @@ def test_what_a_setup_py_imports_at_its_top_undeclared_is_a_build_requirement(tm
         "import os, sys\nimport numpy as np\nfrom Cython.Build import cythonize\nimport torch\n"
         "from torch.utils.cpp_extension import CppExtension\nfrom setuptools import setup\nimport torchop\n"
         "try:\n    import yaml\nexcept ImportError:\n    yaml = None\n\ndef f():\n    import scipy\n"
+        "if os.environ.get('BLAS'):\n    pass\nelse:\n    import pybind11\n"
     )
     archive = write_archive(tmp_path / "k-1.0.tar.gz", {"k-1.0/setup.py": setup, "k-1.0/torchop/__init__.py": ""})
-    assert torchprobe.setup_imports(archive) == ["numpy", "cython"]
-    assert torchenv.build_requires(archive) == ("setuptools", "wheel", "numpy", "cython")
+    assert torchprobe.setup_imports(archive) == ["numpy", "cython", "pybind11"]  # a branch at the top runs too
+    assert torchenv.build_requires(archive) == ("setuptools", "wheel", "numpy", "cython", "pybind11")
     declared = write_archive(
         tmp_path / "d-1.0.tar.gz",
         {"d-1.0/setup.py": setup, "d-1.0/pyproject.toml": '[build-system]\nrequires = ["setuptools", "numpy<2"]\n'},
     )
-    assert torchprobe.build_system_requires(declared) == ("setuptools", "numpy<2", "cython", "torchop")
+    assert torchprobe.build_system_requires(declared) == ("setuptools", "numpy<2", "cython", "torchop", "pybind11")
 
 
 def test_a_setup_py_that_turns_ninja_off_builds_its_extensions_in_parallel_on_a_cpu_target_only(tmp_path):
@@ -450,3 +451,29 @@ def test_the_compiler_lines_a_verbose_build_prints_are_not_taken_for_its_errors(
     lines = own_lines(log).splitlines()
     assert lines[0].endswith("error: 'Tensor' does not name a type") and "RuntimeError: Error compiling objects for extension" in lines[1]
     assert not any("-Wno-error" in line for line in lines)
+
+
+def test_a_probe_whose_setup_imports_a_dropped_module_runs_again_with_the_release_that_ships_it(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path / "cache"))
+    scripts = []
+
+    class Engine:  # the engine's side: the first run fails as MinkowskiEngine's setup does under NumPy 2, the second passes
+        def run(self, spec, timeout):
+            scripts.append(spec.command[-1])
+            if len(scripts) == 1:
+                return SimpleNamespace(
+                    exit_code=1,
+                    output="bundler: preparing metadata with torch 2.13.0+cpu\nModuleNotFoundError: No module named 'numpy.distutils'\n",
+                )
+            probe = next(m.source for m in spec.mounts if m.target == "/probe")
+            report = {"install": [{"metadata": {"requires_dist": ["numpy"]}}]}
+            (Path(probe) / "report.json").write_text(json.dumps(report))
+            return SimpleNamespace(exit_code=0, output="bundler: preparing metadata with torch 2.13.0+cpu\n")
+
+    site = torchprobe.ProbeSite(Engine(), "base", "sha256:ab", "3.11", "torch==2.13.0+cpu", ["--index-url", "file:///i"], {}, {}, tmp_path)
+    setup = "import numpy\nif True:\n    import numpy.distutils.system_info\n"
+    archive = write_archive(tmp_path / "blasy-1.0.tar.gz", {"blasy-1.0/setup.py": setup})
+    assert torchprobe.prepared_requirements(site, archive, "cd" * 32, "blasy", "1.0", CPU311) == ["numpy"]
+    assert len(scripts) == 2 and "'numpy<2'" not in scripts[0] and "'numpy<2'" in scripts[1]

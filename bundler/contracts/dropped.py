@@ -10,12 +10,16 @@ from __future__ import annotations
 import re
 
 # module: (the distribution that shipped it, its first release without it, what to know when pinning below it)
-DROPPED = {"pkg_resources": ("setuptools", "82", "torch needs setuptools>=77, so 77-81 fits")}
+DROPPED = {
+    "pkg_resources": ("setuptools", "82", "torch needs setuptools>=77, so 77-81 fits"),
+    "numpy.distutils": ("numpy", "2", "NumPy 1.26 is the last with it, for Python 3.11 at most; torch runs with NumPy 1.x"),
+}
 
 
 def dropped_from(module: str) -> tuple[str, str, str] | None:
     """(distribution, first release without it, a note) for ``module`` or a submodule of it; None when no release dropped it."""
-    return DROPPED.get(module.split(".")[0])
+    parts = module.split(".")
+    return next((DROPPED[key] for key in (".".join(parts[:n]) for n in range(len(parts), 0, -1)) if key in DROPPED), None)
 
 
 def pin_that_ships(module: str) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bundler.contracts.dropped import build_constraint_for
 from bundler.errors import ExternalError, LockError
 from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, member_names, own_lines, per_torch_index, top_file
 
@@ -104,8 +105,6 @@ def prepared_requirements(site: ProbeSite, sdist: Path, sha256: str, name: str, 
 
 
 def _run(site: ProbeSite, sdist: Path, name: str, version: str, target) -> list[str]:
-    from bundler.engine import EngineFailure, Mount, RunSpec
-
     environment = {"FORCE_CUDA": "0", "MAX_JOBS": "1"} if target.backend == "cpu" else {}
     ready = (site.cache / f"torchprobe-{site.venv_key}" / ".ready").is_file()
     site.say(
@@ -117,29 +116,40 @@ def _run(site: ProbeSite, sdist: Path, name: str, version: str, target) -> list[
         folder = Path(work)
         (folder / sdist.name).write_bytes(sdist.read_bytes())
         os.chmod(folder, 0o777)
-        script = probe_script(site, sdist.name, build_system_requires(sdist), environment)
-        mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in site.volumes.items()]
-        spec = RunSpec(
-            site.image_id,
-            ["/bin/sh", "-c", script],
-            mounts=[*mounts, Mount(str(folder), "/probe", read_only=False)],
-            environment=site.environment,
-            working_dir="/tmp",
-            user=f"{os.getuid()}:{os.getgid()}",
-            network_mode="bridge",
-        )
-        try:
-            ran = site.engine.run(spec, timeout=PROBE_TIMEOUT_S)  # type: ignore[attr-defined]
-        except EngineFailure as error:
-            raise ExternalError(
-                f"the container preparing {name}'s metadata with the Target's torch could not run: {error.explanation[:300]}.",
-                hint="Check the engine's log and its free disk space, then lock again.",
-                value=name,
-            ) from None
+        requires = build_system_requires(sdist)
+        ran = _probe_once(site, folder, sdist.name, requires, environment, name)
+        constraint = build_constraint_for(ran.output) if ran.exit_code != 0 else ""
+        if constraint:  # its setup imports a module newer releases dropped (numpy.distutils): once more with one that ships it
+            site.say(f"{name}=={version}'s setup imports a module only `{constraint}` still ships: preparing it again with that…")
+            ran = _probe_once(site, folder, sdist.name, (*requires, constraint), environment, name)
         report = folder / "report.json"
         if ran.exit_code == 0 and report.is_file():
             return _requires_from_report(report)
         raise refusal(name, version, target, site, ran.output, ran.exit_code, sdist)
+
+
+def _probe_once(site: ProbeSite, folder: Path, sdist: str, requires: tuple[str, ...], environment: dict[str, str], name: str):
+    """One run of the probe's container over ``folder`` (mounted at /probe): the engine's result."""
+    from bundler.engine import EngineFailure, Mount, RunSpec
+
+    mounts = [Mount(source, bind["bind"], bind["mode"] == "ro") for source, bind in site.volumes.items()]
+    spec = RunSpec(
+        site.image_id,
+        ["/bin/sh", "-c", probe_script(site, sdist, requires, environment)],
+        mounts=[*mounts, Mount(str(folder), "/probe", read_only=False)],
+        environment=site.environment,
+        working_dir="/tmp",
+        user=f"{os.getuid()}:{os.getgid()}",
+        network_mode="bridge",
+    )
+    try:
+        return site.engine.run(spec, timeout=PROBE_TIMEOUT_S)  # type: ignore[attr-defined]
+    except EngineFailure as error:
+        raise ExternalError(
+            f"the container preparing {name}'s metadata with the Target's torch could not run: {error.explanation[:300]}.",
+            hint="Check the engine's log and its free disk space, then lock again.",
+            value=name,
+        ) from None
 
 
 def _requires_from_report(report: Path) -> list[str]:
@@ -213,9 +223,9 @@ _PROVIDED = {"torch", "setuptools", "distutils", "pkg_resources", "wheel", "pack
 
 
 def setup_imports(sdist: Path) -> list[str]:
-    """The distributions a setup.py imports at its top level (outside any function or ``try``) that neither the standard
-    library, the build environment nor the archive itself provides: a build requirement it needs but does not declare,
-    which an isolated build lacks and so does a venv holding only torch."""
+    """The distributions a setup.py imports as it runs (at its top, or in a branch there: not in a function, a class or a
+    ``try``) that neither the standard library, the build environment nor the archive itself provides: a build requirement
+    it needs but does not declare, which an isolated build lacks and so does a venv holding only torch."""
     import ast
     import sys
 
@@ -228,7 +238,7 @@ def setup_imports(sdist: Path) -> list[str]:
         return []
     own = {name.split("/")[1].split(".")[0] for name in member_names(sdist) if name.count("/") >= 1 and name.split("/")[1]}
     found: list[str] = []
-    for node in tree.body:
+    for node in _run_statements(tree.body):
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             modules = [node.module]
@@ -251,6 +261,19 @@ def pyproject_build_requires(text: str) -> list[str]:
     except ValueError:
         return []
     return [str(item) for item in requires] if isinstance(requires, list) else []
+
+
+def _run_statements(body: list) -> list:
+    """The statements of ``body`` that run as the module runs, into its if/else, with and for blocks (MinkowskiEngine's
+    ``else: import numpy.distutils.system_info``), not into a function, a class or a try (an optional import)."""
+    import ast
+
+    found = []
+    for node in body:
+        found.append(node)
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With)):
+            found += _run_statements(node.body + getattr(node, "orelse", []))
+    return found
 
 
 def _name(line: str) -> str:

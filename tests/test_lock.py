@@ -205,6 +205,12 @@ def test_what_was_noted_before_resolving_is_repeated_when_a_probe_refuses_during
     with pytest.raises(LockError) as raised:
         run_lock(load_bundle(project), cpu=True)
     assert raised.value.message == f"kern==1.0 cannot be built for a CPU Target. Noted before resolving: {noted.rstrip('.')}."
+    # the project's own pin of another torch (mamba-chat's torch==2.1.0), which the Target's replaces, is named too
+    monkeypatch.setattr("bundler.lock.resolve.check_exact_pins", lambda spec, say: [])
+    (project / "requirements.in").write_text("torch==2.8.0\nnumpy==2.1.0\n")
+    with pytest.raises(LockError) as raised:
+        run_lock(load_bundle(project), cpu=True, torch="2.9.1")
+    assert "Noted before resolving: requirements.in:1 pins torch==2.8.0" in raised.value.message
 
 
 def test_unreachable_index_is_an_external_error_and_the_old_lock_stays(tmp_path, indexed, monkeypatch):

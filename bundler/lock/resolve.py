@@ -111,8 +111,9 @@ def resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_nam
         return _resolve(spec, previous_body, upgrade, engine_name, say or (lambda text: None), early_notes)
     except BundlerError as error:
         # said before resolving, they may be the cause (a project made for another torch), and the refusal is the paragraph read
-        if early_notes and "Noted before resolving" not in error.message:
-            error.message = error.message.rstrip(".") + ". Noted before resolving: " + "; ".join(n.rstrip(".") for n in early_notes) + "."
+        noted = list(dict.fromkeys(spec.requirements.overrides + early_notes))
+        if noted and "Noted before resolving" not in error.message:
+            error.message = error.message.rstrip(".") + ". Noted before resolving: " + "; ".join(n.rstrip(".") for n in noted) + "."
         if error.hint and not spec.lock_path.is_file():  # there is no previous lock to speak of
             error.hint = error.hint.replace(" The previous lock was not touched.", " Nothing was written.")
         raise

@@ -131,7 +131,8 @@ def test_the_build_refuses_before_its_first_compile_what_the_import_check_would(
     torch = wheel(tmp_path, "torch", TORCH)
     old = wheel(tmp_path, "oldpkg", {"oldpkg/__init__.py": "from torch._six import inf\n"})
     compiled, pure = _sdist(tmp_path, "fastops", ["setup.py", "ops.cpp"]), _sdist(tmp_path, "oldpkg", ["setup.py", "oldpkg/__init__.py"])
-    for path in (torch, compiled, pure):
+    waiting = _sdist(tmp_path, "srconly", ["setup.py", "srconly/__init__.py"])  # direct, its archive cached, no wheel yet
+    for path in (torch, compiled, pure, waiting):
         wheelbuild.store(path, sha256_file(path))
     items = [
         {"name": "fastops", "version": "1.0", "sdist": compiled.name, "sdist_sha256": sha256_file(compiled)},
@@ -141,9 +142,10 @@ def test_the_build_refuses_before_its_first_compile_what_the_import_check_would(
         _pin("torch", "2.13.0+cpu", torch),
         Pin("oldpkg", "1.0", (items[1]["sdist_sha256"],)),
         Pin("fastops", "1.0", (items[0]["sdist_sha256"],)),
+        Pin("srconly", "1.0", (sha256_file(waiting),)),
     )
     lock = SimpleNamespace(pins=pins, indexes=[], path=tmp_path / "requirements-rebuild.txt")
-    side = SimpleNamespace(source_builds=items, direct=["oldpkg", "fastops", "torch"], project_wheels=[])
+    side = SimpleNamespace(source_builds=items, direct=["oldpkg", "fastops", "torch", "srconly"], project_wheels=[])
     built = []
 
     def fake_wheel_for(item, key, *args, **kwargs):

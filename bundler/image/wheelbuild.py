@@ -96,9 +96,7 @@ def _preflight(side: Sidecar, lock: Lock, bundle, built: dict[str, tuple[str, st
         download(missing, lock.indexes, bundle.target, say=say)
     # a pin built from its source archive has that archive in the cache until its wheel is built: nothing to read yet
     wheels = {
-        canonicalize_name(pin.name): found
-        for pin in wanted
-        if (found := find_cached(pin)) is not None and found.path.name.endswith(".whl")
+        canonicalize_name(pin.name): found for pin in wanted if (found := find_cached(pin)) is not None and found.path.name.endswith(".whl")
     }
     providers = [
         preflight.Provider(pin.name, pin.version, preflight.WheelModules.read(wheels[canonicalize_name(pin.name)].path))

@@ -101,7 +101,7 @@ def word_byte(byte: int) -> bool:
 
 _PATH_NOT_AFTER = frozenset(b"./~\\$%-")
 _TILDE_AFTER = frozenset(b"\"' \t\r\n=,[({:`>")
-_ANSI_END = re.compile(rb"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;]*m$")
+_ANSI_END = re.compile(rb"(?:\x1b|\\u001[bB]|\\x1[bB]|\\033)\[[0-9;]*m$")  # JSON writes \u001b or \u001B
 
 
 def _ansi_before(data: bytes, start: int) -> bool:

@@ -101,7 +101,29 @@ def is_remote(data: bytes, line_start: int, start: int) -> bool:
         word -= 1
     if word < start and _REMOTE_PREFIX.match(data, word, start) and (b"@" in data[word:start] or _TRANSFER.search(data, line_start, start)):
         return True
-    return ssh_runs(data, line_start, start)
+    return ssh_runs(data, line_start, start) or network_volume_path(data, line_start, start)
+
+
+_PATH_KEY = re.compile(rb"[ \t]*(?:-[ \t]+)?[\"']?path[\"']?[ \t]*:[ \t]*[\"']?$")
+_YAML_KEY = re.compile(rb"([ \t]*)(?:-[ \t]+)?[\"']?([A-Za-z_][\w-]*)[\"']?[ \t]*:")
+_NETWORK_VOLUMES = frozenset({b"cephfs", b"nfs", b"glusterfs", b"iscsi", b"rbd"})
+
+
+def network_volume_path(data: bytes, line_start: int, start: int) -> bool:
+    """A Kubernetes volume's ``path:`` under ``cephfs:`` or ``nfs:`` (and the like): a folder on the storage servers,
+    which the pod mounts; ``hostPath:``'s is the node's own."""
+    if _PATH_KEY.fullmatch(data, line_start, start) is None:
+        return False
+    indent = len(data[line_start:start]) - len(data[line_start:start].lstrip(b" \t"))
+    at = line_start
+    for _ in range(12):  # the key this one sits under, a few lines up
+        if at == 0:
+            return False
+        at = data.rfind(b"\n", 0, at - 1) + 1
+        key = _YAML_KEY.match(data, at)
+        if key is not None and len(key.group(1)) < indent:
+            return key.group(2) in _NETWORK_VOLUMES
+    return False
 
 
 # A dataset's own record of how it was made (netCDF/CF's ``history`` attribute, as xarray, ncdump or an HTML repr print
@@ -310,19 +332,29 @@ def name_words(name: str) -> list[str]:
 _REPLACED_PIECE = re.compile(rb"""\.replace\(\s*[rRbBuU]?(["'])/[^/"'\n]+/\1\s*,\s*[rRbBuU]?["']$""")
 # A comment that shows a tail put after an expression: # self._data_path + /ImageSets/val.txt
 _COMMENTED_TAIL = re.compile(rb"[ \t]*(?:#|//)[^\n]*?[\w\])]\s*\+\s*$")
+# The second string of an implicit concatenation, on a line of its own: '{ROOT}'\ then '/resources/x.urdf' (commented too)
+_CONTINUED_STRING = re.compile(rb"[ \t]*(?:#[# \t]*)?[rRuUbBfF]{0,2}[\"']$")
+_STRING_THEN_BREAK = re.compile(rb"[\"'][ \t]*\\?[ \t]*\r?\n$")
 
 
 def path_piece(data: bytes, line_start: int, start: int) -> bool:
-    """Is the absolute path at ``start`` a piece of another path: the new name of one folder that another replaces
-    (both written ``/name/``), or a tail a comment shows appended to an expression?"""
+    """Is the absolute path at ``start`` a piece of another path: what replaces one folder's name inside a path
+    (``.replace("/flac/", "/tsv/matched/")``, both between slashes), a tail a comment shows appended to an
+    expression, or the second string of an implicit concatenation on a line of its own?"""
     if _COMMENTED_TAIL.fullmatch(data, line_start, start):
+        return True
+    if (
+        line_start
+        and _CONTINUED_STRING.fullmatch(data, line_start, start)
+        and _STRING_THEN_BREAK.search(data, max(0, line_start - 4), line_start)
+    ):
         return True
     replaced = _REPLACED_PIECE.search(data, max(line_start, start - 200), start)
     if replaced is None:
         return False
     close = re.compile(rb"[\"'\n]").search(data, start)
     piece = data[start : close.start()] if close is not None and data[close.start() : close.start() + 1] != b"\n" else b""
-    return piece.endswith(b"/") and piece.count(b"/") == 2
+    return piece.endswith(b"/")
 
 
 # --- names in a namespace that is no file system: USD prims, ROS topics, HDF5 groups -------------
@@ -331,6 +363,10 @@ def path_piece(data: bytes, line_start: int, start: int) -> bool:
 # (``prim_path="/World/ground"``, ``mesh_prim_paths=[…]``), a ROS topic (``topic: /camera/image_raw``), an XPath.
 _NAMESPACE_WORDS = frozenset({"prim", "prims", "topic", "topics", "xpath"})
 _NAMESPACE_KEY = re.compile(rb"([A-Za-z_][\w-]*)\\?[\"']?\s*[:=(]\s*\[?\s*\\?[\"']?$")
+# the same key before a list, the name a later item of it: topics=["/camera_l/image", "/camera_r/image"]
+_NAMESPACE_LIST_KEY = re.compile(
+    rb"([A-Za-z_][\w-]*)[\"']?\s*[:=(]\s*\[(?:\s*[rRuUbBfF]{0,2}[\"'][^\"'\n]*[\"']\s*,)+\s*[rRuUbBfF]{0,2}[\"']$"
+)
 # A call that takes such a name first: ROS 1/2 topics, services and parameters, an HDF5 file's groups, USD's stage.
 _NAMESPACE_CALL = re.compile(
     rb"\b(?:Subscriber|Publisher|create_subscription|create_publisher|create_service|create_client|ServiceProxy"
@@ -339,6 +375,10 @@ _NAMESPACE_CALL = re.compile(
     rb"|(?:advertise|serviceClient)\s*<[^<>()]*>|subscribe|advertiseService|getParam|setParam|hasParam|deleteParam"  # roscpp
     rb")\(\s*[rRuUbBfF]{0,2}[\"']$"
 )
+# An HDF5 file's group or dataset by its path, in a file that opens one: f["/observations/qpos"], root[f"/camera/{k}"].
+_SUBSCRIPT = re.compile(rb"[\w)\]]\[\s*[rRuUbBfF]{0,2}[\"']$")
+_HDF5_OPENERS = (b"h5py", b"HDFStore", b"tables.open_file")
+_OPTION_NAME = re.compile(rb"add_argument\(\s*[\"']-{1,2}([\w-]+)[\"'][^()]*$")  # the option whose default follows
 # A ROS launch file's topic names: <remap from="/camera_info" to="/camera/rgb/camera_info"/>, <rosparam>["/a/b"]</rosparam>.
 _ROS_LAUNCH_NAME = re.compile(rb"<(?:remap\s[^<>]*|rosparam\b[^<>]*>[^<]*)$")
 
@@ -349,10 +389,18 @@ def namespace_name(data: bytes, line_start: int, start: int) -> bool:
     window = max(line_start, start - 60)
     if _NAMESPACE_CALL.search(data, window, start) is not None or _ROS_LAUNCH_NAME.search(data, line_start, start) is not None:
         return True
-    key = _NAMESPACE_KEY.search(data, window, start)
+    if _SUBSCRIPT.search(data, max(line_start, start - 8), start) is not None and any(o in data for o in _HDF5_OPENERS):
+        return True
+    key = _NAMESPACE_KEY.search(data, window, start) or _NAMESPACE_LIST_KEY.search(data, max(line_start, start - 400), start)
     if key is None:
         return False
-    words = set(name_words(key.group(1).decode("utf-8", "replace")))
+    named = name_words(key.group(1).decode("utf-8", "replace"))
+    if named == ["default"]:  # add_argument('--img_front_topic', …,\n default='/camera_f/color/image_raw'): the option's words
+        option = _OPTION_NAME.search(data, max(0, start - 300), start)
+        named = name_words(option.group(1).decode("utf-8", "replace")) if option else named
+    if named and named[-1] in ("service", "services"):
+        return True  # a ROS service by the name's last word (status_service; not service_account_file)
+    words = set(named)
     return bool(words & _NAMESPACE_WORDS) or ("group" in words and any("log" in word for word in words))  # awslogs-group
 
 
@@ -406,11 +454,20 @@ _CONTAINER_COMMAND = re.compile(rb"\b(?:(?:nvidia-)?docker|podman)\s+(?:exec|run
 _HOST_VALUE = re.compile(rb"(?:\s-v|\s--volume|\s--mount|\s--env-file|\s-e|\s--env|source|\bsrc)[=\s]+[\"']?$")
 
 
+_PATH_WORD = re.compile(rb"[^\s\"']*")
+
+
 def in_container(data: bytes, line_start: int, start: int) -> bool:
     """Is the path at ``start`` on a ``docker exec``/``docker run``/``kubectl exec`` line, past the command, and so the
-    container's own path? A bind's host side (``-v /home/u/data:/data``) and an env file stay the host's."""
+    container's own path? A bind's host side (``-v /home/u/data:/data``), an env file, and what lies under a folder
+    bound under its own name (``-v /data/u/:/data/u/ -w /data/u/repo``) stay the host's."""
     command = _CONTAINER_COMMAND.search(data, logical_line_start(data, line_start), start)
-    return command is not None and _HOST_VALUE.search(data, command.end(), start) is None
+    if command is None or _HOST_VALUE.search(data, command.end(), start) is not None:
+        return False
+    end = _PATH_WORD.match(data, start)
+    path = data[start : end.end() if end else start].decode("utf-8", "replace").rstrip("/")
+    shared = same_name_binds(data, command.start())
+    return not any(path == folder or path.startswith(folder + "/") for folder in shared)  # -w under -v /x:/x is the host's too
 
 
 def logical_line_start(data: bytes, line_start: int, most: int = 20) -> int:
@@ -463,6 +520,7 @@ def container_folders(data: bytes, patterns: tuple[re.Pattern[bytes], ...] = _CO
                 same = len(parts) >= 2 and parts[0].rstrip("/") == parts[1].rstrip("/")  # the host's folder, shared as it is
                 if len(parts) >= 2 and not same and parts[1].startswith("/") and parts[1].rstrip("/") not in _TOO_BROAD:
                     found.add(parts[1].rstrip("/"))
+    found -= same_name_binds(data)
     if b"FROM" in data or b"from" in data:
         for match in _FROM_LINE.finditer(data):
             image = match.group(1).decode("utf-8", "replace").lower()
@@ -482,6 +540,16 @@ BASE_WORKDIRS = {
     "tensorflow/tensorflow": "/tf",
 }
 _PYXIS_MOUNTS = re.compile(rb"--container-mounts[ =]+[\"']?([^\s\"']+)")
+# A bind of the host's folder under its own name (-v /data/lab/u/:/data/lab/u/): what is under it stays the host's.
+_SAME_BIND = re.compile(rb"(?:\s-v|--volume|\s-B|--bind)[ =]+[\"']?(/[^\s:\"',]+):(/[^\s:\"',]+)")
+
+
+def same_name_binds(data: bytes, start: int = 0) -> set[str]:
+    """The host folders ``data`` (from ``start``) binds into a container under their own names."""
+    binds = _SAME_BIND.findall(data, start)
+    return {host.decode("utf-8", "replace").rstrip("/") for host, inside in binds if host.rstrip(b"/") == inside.rstrip(b"/")}
+
+
 _FROM_LINE = re.compile(rb"(?mi)^\s*FROM\s+(?:--\S+\s+)*([\w./:${}-]+)")
 
 

@@ -405,7 +405,8 @@ class Scanner:
                 if head.startswith((b"\xff\xfe", b"\xfe\xff")):
                     result.not_checked.append(Skipped(relative, "UTF-16 text: save it as UTF-8 to have it checked"))
                     return
-                if b"\0" in head or len(head.translate(None, _TEXT_BYTES)) > len(head) // 20:
+                padded = len(head) == size and b"\0" not in head.rstrip(b"\0")  # a text file with NULs at its end only
+                if (b"\0" in head and not padded) or len(head.translate(None, _TEXT_BYTES)) > len(head) // 20:
                     result.skipped.append(Skipped(relative, "binary file"))
                     return
                 if not self.include_generated and generated_file(head, relative):
@@ -754,11 +755,11 @@ _REGEX_AFTER_DRIVE = re.compile(r"[A-Za-z]:\\+[-.*^$\[(+?|{]")
 # Files whose absolute paths are not this machine's: an image's own layout, ignore patterns
 # rooted at the repository (``/build`` in .gitignore).
 _IMAGE_FILE = re.compile(
-    r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.dockerfile$|^(?:docker-)?compose.*\.ya?ml$|^\.\w*ignore$|^\.gitattributes$"
+    r"(?i)^(?:dockerfile|containerfile)(?:[._-].*)?$|.*\.dockerfile$|^(?:docker-)?compose.*\.ya?ml$|^\.\w*ignore$|^\.gitattributes$"
 )
 # An Apptainer/Singularity recipe, whatever its name (``Singularity``, ``Singularity.gpu``, ``x.def``): its header.
 _APPTAINER_RECIPE = re.compile(rb"(?:\s*#[^\n]*\n)*\s*[Bb]ootstrap:[ \t]*\w")
-_BUILD_FILE = re.compile(r"(?i)^(?:dockerfile|containerfile)(?:\..*)?$|.*\.(?:dockerfile|containerfile)$")
+_BUILD_FILE = re.compile(r"(?i)^(?:dockerfile|containerfile)(?:[._-].*)?$|.*\.(?:dockerfile|containerfile)$")
 # A CI service's config, where the service reads it (the repository's root): its paths are the runner's. A copy
 # elsewhere (a vendored library's .travis.yml) runs on no runner of this project.
 _CI_CONFIG = re.compile(

@@ -67,5 +67,6 @@ def test_the_second_string_of_an_implicit_concatenation_is_a_tail(tmp_path):
 def test_a_dockerfile_named_with_an_underscore_is_the_images_and_a_nul_padded_script_is_read(tmp_path):
     dockerfile = "FROM python:3.11\nRUN pip install x\ncd /mydrive/NeMo/ && pip install -e .\n"
     script = b"import os\r\nDATA = '/home/ana/patches'\r\n\x00"
-    root = build_tree(tmp_path / "p", {"docker/Dockerfile_base": dockerfile, "to_patches.py": script})
+    zeros = b"/home/ana/x\n" + b"\0" * 4096  # a longer run of NULs: binary still
+    root = build_tree(tmp_path / "p", {"docker/Dockerfile_base": dockerfile, "to_patches.py": script, "blob.bin": zeros})
     assert found_in(root) == [("to_patches.py", 2, "home", "code")]

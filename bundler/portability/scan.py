@@ -405,7 +405,8 @@ class Scanner:
                 if head.startswith((b"\xff\xfe", b"\xfe\xff")):
                     result.not_checked.append(Skipped(relative, "UTF-16 text: save it as UTF-8 to have it checked"))
                     return
-                padded = len(head) == size and b"\0" not in head.rstrip(b"\0")  # a text file with NULs at its end only
+                unpadded = head.rstrip(b"\0")  # a text file with a few NULs at its end only (an editor's padding) is text
+                padded = len(head) == size and bool(unpadded) and b"\0" not in unpadded and len(head) - len(unpadded) <= 64
                 if (b"\0" in head and not padded) or len(head.translate(None, _TEXT_BYTES)) > len(head) // 20:
                     result.skipped.append(Skipped(relative, "binary file"))
                     return

@@ -70,3 +70,9 @@ def test_a_dockerfile_named_with_an_underscore_is_the_images_and_a_nul_padded_sc
     zeros = b"/home/ana/x\n" + b"\0" * 4096  # a longer run of NULs: binary still
     root = build_tree(tmp_path / "p", {"docker/Dockerfile_base": dockerfile, "to_patches.py": script, "blob.bin": zeros})
     assert found_in(root) == [("to_patches.py", 2, "home", "code")]
+
+
+def test_the_second_string_of_a_path_split_over_two_lines_is_still_the_paths(tmp_path):
+    code = 'config = ("/home/ana/Research codes/explore/envs"\n          "/agent/agent_config.yml")\n'
+    root = build_tree(tmp_path / "p", {"env.py": code})
+    assert [line for _, line, _, _ in found_in(root)] == [1, 2]

@@ -334,7 +334,8 @@ _REPLACED_PIECE = re.compile(rb"""\.replace\(\s*[rRbBuU]?(["'])/[^/"'\n]+/\1\s*,
 _COMMENTED_TAIL = re.compile(rb"[ \t]*(?:#|//)[^\n]*?[\w\])]\s*\+\s*$")
 # The second string of an implicit concatenation, on a line of its own: '{ROOT}'\ then '/resources/x.urdf' (commented too)
 _CONTINUED_STRING = re.compile(rb"[ \t]*(?:#[# \t]*)?[rRuUbBfF]{0,2}[\"']$")
-_STRING_THEN_BREAK = re.compile(rb"[\"'][ \t]*\\?[ \t]*\r?\n$")
+# the line before ends with a string that does not start a path itself ('{ROOT}'; a "/home/u/x" line carries its own finding)
+_STRING_THEN_BREAK = re.compile(rb"[\"'](?![/~\\]|[A-Za-z]:)[^\"'\n]*[\"'][ \t]*\\?[ \t]*\r?\n$")
 
 
 def path_piece(data: bytes, line_start: int, start: int) -> bool:
@@ -346,7 +347,7 @@ def path_piece(data: bytes, line_start: int, start: int) -> bool:
     if (
         line_start
         and _CONTINUED_STRING.fullmatch(data, line_start, start)
-        and _STRING_THEN_BREAK.search(data, max(0, line_start - 4), line_start)
+        and _STRING_THEN_BREAK.search(data, data.rfind(b"\n", 0, line_start - 1) + 1, line_start)
     ):
         return True
     replaced = _REPLACED_PIECE.search(data, max(line_start, start - 200), start)

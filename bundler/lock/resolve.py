@@ -218,15 +218,19 @@ PYTHON_FLOOR = "python-floor.txt"
 def python_floor(body: str, pages: Pages, python: str) -> list[str]:
     """Constraint lines for each project of which the body pins a release that no file admits CPython ``python``.0 for
     (the host resolved on a newer micro release): every such release of that project left out."""
+    files_of: dict[str, list] = {}
+    for (name, _), files in pages.items():
+        files_of.setdefault(name, []).extend(files)
     lines = []
     for pin in filter(None, map(unhashed_pin, body.splitlines())):
-        listed = [f for (name, _), files in pages.items() if name == canonicalize_name(pin.name) for f in files]
-        if not any(version_matches(f.filename, pin.name, pin.version) and admits_python(f, python) for f in listed):
-            if not any(version_matches(f.filename, pin.name, pin.version) for f in listed):
-                continue  # not listed at all: hash_body says so
-            versions = {file_version(f.filename) for f in listed} - {None}
-            refused = sorted(str(v) for v in versions if not any(admits_python(f, python) for f in listed if file_version(f.filename) == v))
-            lines.append(f"{pin.name}" + ",".join(f"!={v}" for v in refused))
+        listed = files_of.get(canonicalize_name(pin.name), [])
+        pinned = [f for f in listed if version_matches(f.filename, pin.name, pin.version)]
+        if not pinned or any(admits_python(f, python) for f in pinned):
+            continue  # installable, or not listed at all (hash_body says so)
+        versions = {f.filename: file_version(f.filename) for f in listed}
+        admitted = {versions[f.filename] for f in listed if admits_python(f, python)}
+        refused = sorted(v for v in set(versions.values()) - admitted if v is not None)
+        lines.append(pin.name + ",".join(f"!={v}" for v in refused))
     return lines
 
 

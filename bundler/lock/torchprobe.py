@@ -17,11 +17,13 @@ the archive's sha256 and that venv, so a second lock starts no container.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
 import re
 import shlex
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -226,9 +228,6 @@ def setup_imports(sdist: Path) -> list[str]:
     """The distributions a setup.py imports as it runs (at its top, or in a branch there: not in a function, a class or a
     ``try``) that neither the standard library, the build environment nor the archive itself provides: a build requirement
     it needs but does not declare, which an isolated build lacks and so does a venv holding only torch."""
-    import ast
-    import sys
-
     text = top_file(sdist, "setup.py")
     try:
         tree = ast.parse(text) if text else None
@@ -266,8 +265,6 @@ def pyproject_build_requires(text: str) -> list[str]:
 def _run_statements(body: list) -> list:
     """The statements of ``body`` that run as the module runs, into its if/else, with and for blocks (MinkowskiEngine's
     ``else: import numpy.distutils.system_info``), not into a function, a class or a try (an optional import)."""
-    import ast
-
     found = []
     for node in body:
         found.append(node)

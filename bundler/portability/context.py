@@ -335,6 +335,7 @@ _COMMENTED_TAIL = re.compile(rb"[ \t]*(?:#|//)[^\n]*?[\w\])]\s*\+\s*$")
 # The second string of an implicit concatenation, on a line of its own: '{ROOT}'\ then '/resources/x.urdf' (commented too)
 _CONTINUED_STRING = re.compile(rb"[ \t]*(?:#[# \t]*)?[rRuUbBfF]{0,2}[\"']$")
 # the line before ends with a string that does not start a path itself ('{ROOT}'; a "/home/u/x" line carries its own finding)
+_STRING_END = re.compile(rb"[\"'\n]")
 _STRING_THEN_BREAK = re.compile(rb"[\"'](?![/~\\]|[A-Za-z]:)[^\"'\n]*[\"'][ \t]*\\?[ \t]*\r?\n$")
 
 
@@ -353,7 +354,7 @@ def path_piece(data: bytes, line_start: int, start: int) -> bool:
     replaced = _REPLACED_PIECE.search(data, max(line_start, start - 200), start)
     if replaced is None:
         return False
-    close = re.compile(rb"[\"'\n]").search(data, start)
+    close = _STRING_END.search(data, start)
     piece = data[start : close.start()] if close is not None and data[close.start() : close.start() + 1] != b"\n" else b""
     return piece.endswith(b"/")
 
@@ -467,8 +468,18 @@ def in_container(data: bytes, line_start: int, start: int) -> bool:
         return False
     end = _PATH_WORD.match(data, start)
     path = data[start : end.end() if end else start].decode("utf-8", "replace").rstrip("/")
-    shared = same_name_binds(data, command.start())
+    shared = same_name_binds(data, command.start(), logical_line_end(data, start))
     return not any(path == folder or path.startswith(folder + "/") for folder in shared)  # -w under -v /x:/x is the host's too
+
+
+def logical_line_end(data: bytes, at: int, most: int = 20) -> int:
+    """Where the shell line holding ``at`` ends: the first newline not escaped by a backslash (``most`` lines on)."""
+    end = data.find(b"\n", at)
+    for _ in range(most):
+        if end <= 0 or data[end - 1 : end] != b"\\":
+            break
+        end = data.find(b"\n", end + 1)
+    return len(data) if end == -1 else end
 
 
 def logical_line_start(data: bytes, line_start: int, most: int = 20) -> int:
@@ -545,9 +556,9 @@ _PYXIS_MOUNTS = re.compile(rb"--container-mounts[ =]+[\"']?([^\s\"']+)")
 _SAME_BIND = re.compile(rb"(?:\s-v|--volume|\s-B|--bind)[ =]+[\"']?(/[^\s:\"',]+):(/[^\s:\"',]+)")
 
 
-def same_name_binds(data: bytes, start: int = 0) -> set[str]:
-    """The host folders ``data`` (from ``start``) binds into a container under their own names."""
-    binds = _SAME_BIND.findall(data, start)
+def same_name_binds(data: bytes, start: int = 0, end: int | None = None) -> set[str]:
+    """The host folders ``data`` (from ``start`` to ``end``) binds into a container under their own names."""
+    binds = _SAME_BIND.findall(data, start, len(data) if end is None else end)
     return {host.decode("utf-8", "replace").rstrip("/") for host, inside in binds if host.rstrip(b"/") == inside.rstrip(b"/")}
 
 

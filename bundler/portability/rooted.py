@@ -55,17 +55,16 @@ def drive_roots(relative: str, data: bytes) -> list[Assignment]:
         return []
     cell = relative.endswith(".ipynb")
     value, target_pattern = (_CELL_DRIVE_VALUE, _CELL_TARGET) if cell else (_DRIVE_VALUE, _TARGET)
-    concatenated = {m.group(1).decode("ascii") for m in _CONCATENATED.finditer(data)}
     found = []
     for match in value.finditer(data):
         line_start = data.rfind(b"\n", 0, match.start()) + 1
         target = target_pattern.fullmatch(data, line_start, match.start())
-        if target is None:
-            continue
-        name = target.group(1).decode("ascii")
-        if name in concatenated or name in path_heads(data):
-            found.append(Assignment(relative, match.start(2), match.end(2), name, "windows"))
-    return found
+        if target is not None:
+            found.append(Assignment(relative, match.start(2), match.end(2), target.group(1).decode("ascii"), "windows"))
+    if not found:
+        return []
+    used = {m.group(1).decode("ascii") for m in _CONCATENATED.finditer(data)} | path_heads(data)
+    return [assignment for assignment in found if assignment.name in used]
 
 
 def assignments(relative: str, data: bytes) -> list[Assignment]:

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from bundler.image.builder import builder_dockerfile, needed_compilers
+from bundler.engine.builderimage import BUILDER_LABEL, builder_dockerfile
+from bundler.image.builder import needed_compilers
+from bundler.image.labels import LABEL_PREFIX
 from bundler.image.wheelbuild import with_wheel_hashes
 from bundler.lock.lockfile import Pin, bundle_lock
 from bundler.lock.sidecar import Sidecar, sidecar_problems, write_sidecar
@@ -112,7 +114,7 @@ def test_the_builder_adds_compilers_and_pythons_headers_only_when_the_base_lacks
     assert test[:4] == ["if", "[", "!", "-f"] and test[4].endswith("/Python.h") and test[5] == "]"
     assert then == ["then", *install, "python3.11-dev"] and end == ["fi"]
     assert commands[-1] == ["rm", "-rf", "/var/lib/apt/lists/*"]
-    assert label_pairs(stage) == {"io.bundler.builder.key": "k" * 64}
+    assert label_pairs(stage) == {BUILDER_LABEL: "k" * 64} and BUILDER_LABEL.startswith(LABEL_PREFIX + ".")  # one label family
     linted = hadolint(tmp_path, {"builder": text})
     assert linted.returncode == 0, linted.stdout
 

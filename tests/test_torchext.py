@@ -477,3 +477,40 @@ def test_a_probe_whose_setup_imports_a_dropped_module_runs_again_with_the_releas
     archive = write_archive(tmp_path / "blasy-1.0.tar.gz", {"blasy-1.0/setup.py": setup})
     assert torchprobe.prepared_requirements(site, archive, "cd" * 32, "blasy", "1.0", CPU311) == ["numpy"]
     assert len(scripts) == 2 and "'numpy<2'" not in scripts[0] and "'numpy<2'" in scripts[1]
+
+
+def test_with_system_packages_a_compiling_archive_is_probed_in_the_builder_image_its_wheel_builds_in(tmp_path, monkeypatch):
+    import tarfile
+    from types import SimpleNamespace
+
+    from bundler.engine import BaseImage
+
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path / "cache"))
+    ran, built = [], []
+
+    class Engine:  # no builder image yet: it is built once, then the probe runs in it
+        def image(self, tag):
+            return SimpleNamespace(id="sha256:builder") if built else None
+
+        def build(self, context, *, on_line, network_mode, tag):
+            built.append(tarfile.open(fileobj=context).extractfile("Dockerfile").read().decode())
+            return "sha256:builder"
+
+        def run(self, spec, timeout):
+            ran.append(spec.image)
+            probe = next(m.source for m in spec.mounts if m.target == "/probe")
+            (Path(probe) / "report.json").write_text(json.dumps({"install": [{"metadata": {"requires_dist": ["numpy"]}}]}))
+            return SimpleNamespace(exit_code=0, output="")
+
+    base = BaseImage("python:3.11-slim", "sha256:base", "", 0)
+    arguments = (Engine(), "base", "sha256:base", "3.11", "torch==2.13.0+cpu", ["--index-url", "file:///i"], {}, {}, tmp_path)
+    site = torchprobe.ProbeSite(*arguments, base=base, system_packages=("libopenblas-dev",))
+    compiled = write_archive(tmp_path / "blasy-1.0.tar.gz", {"blasy-1.0/setup.py": "", "blasy-1.0/src/blas.cpp": ""})
+    pure = write_archive(tmp_path / "plain-1.0.tar.gz", {"plain-1.0/setup.py": ""})
+    assert torchprobe.prepared_requirements(site, compiled, "cd" * 32, "blasy", "1.0", CPU311) == ["numpy"]
+    assert torchprobe.prepared_requirements(site, pure, "ef" * 32, "plain", "1.0", CPU311) == ["numpy"]
+    assert ran == ["sha256:builder", "sha256:base"] and len(built) == 1
+    assert "build-essential libopenblas-dev pkg-config" in built[0]  # the bundle's headers beside the compilers
+    without = torchprobe.ProbeSite(*arguments, base=base)  # no system packages: the base image, as before
+    assert torchprobe.prepared_requirements(without, compiled, "ab" * 32, "blasy", "1.0", CPU311) == ["numpy"]
+    assert ran[-1] == "sha256:base" and len(built) == 1

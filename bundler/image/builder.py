@@ -1,10 +1,7 @@
 """The builder container: a source archive made into a wheel on the Target's own base image.
 
-A pure-Python archive builds in the base image as it is. One with C, C++, Cython, Fortran
-or Rust sources builds in ``bundler/builder:<key>``: the base image plus the compilers it
-needs from the distribution's mirror (build-essential, pkg-config, gfortran, cargo) and
-Python's headers when the base lacks them — made once per base image and recipe, listed
-and pruned by `bundler cache`. The build runs ``pip wheel --no-deps`` in a fresh venv as
+It runs in the builder image (engine/builderimage.py: the base image, or ``bundler/builder:<key>``
+with the compilers and system packages the archive builds with). The build runs ``pip wheel --no-deps`` in a fresh venv as
 this user, with the host's CA bundle and proxy (its build requirements come from PyPI),
 with ``SOURCE_DATE_EPOCH`` fixed so that a rebuild gives the same bytes where the
 package's build allows it.
@@ -13,7 +10,6 @@ package's build allows it.
 from __future__ import annotations
 
 import configparser
-import hashlib
 import os
 import re
 import shlex
@@ -26,11 +22,9 @@ from typing import TYPE_CHECKING
 
 from bundler.contracts.dropped import build_constraint_for
 from bundler.contracts.syslibs import bundle_line
-from bundler.engine import BaseImage, Engine, EngineFailure, Mount, RunSpec
+from bundler.engine import Engine, EngineFailure, Mount, RunSpec
+from bundler.engine.builderimage import compilers_for
 from bundler.errors import BuildError, ExternalError
-from bundler.image.context import write_dockerfile_context
-from bundler.image.labels import LABEL_PREFIX
-from bundler.image.steps import EngineBuildError, run_engine_build
 from bundler.image.torchenv import TorchBuildPlan
 from bundler.lock.sources import listed_wheel_route
 from bundler.lock.torchbuild import ARCHIVE_ERRORS, NEEDS_GPU_COMPILER, NINJA_STEP, compile_command, own_lines, read_member_names
@@ -40,39 +34,18 @@ from bundler.target.syspackages import build_needs
 if TYPE_CHECKING:
     from bundler.target.bundle import Target
 
-BUILDER_REPOSITORY = "bundler/builder"
-BUILDER_LABEL = f"{LABEL_PREFIX}.builder.key"
-RECIPE = "1"  # bump when the builder Dockerfile below changes meaning
 BUILD_TIMEOUT_S = int(os.environ.get("BUNDLER_WHEEL_BUILD_TIMEOUT", "3600"))  # PyG's torch-sparse took 28 min on 2 busy cores
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest time a wheel (zip) can hold
 Say = Callable[[str], None]
-COMPILERS = {  # what a source file needs -> Debian packages
-    "c": ("build-essential", "pkg-config"),
-    "fortran": ("build-essential", "gfortran"),
-    "rust": ("build-essential", "cargo"),
-}
-_SUFFIXES = {".c": "c", ".cc": "c", ".cpp": "c", ".cxx": "c", ".pyx": "c", ".f": "fortran", ".f90": "fortran", ".f95": "fortran"}
 
 
 def needed_compilers(sdist: Path) -> list[str]:
     """The Debian packages the archive's sources call for ([] for pure Python)."""
-    return compilers_for(_member_names(sdist))
+    return compilers_for(member_list(sdist))
 
 
-def compilers_for(names: list[str]) -> list[str]:
-    """The Debian packages source files by these names call for (an archive's members, a project's files)."""
-    kinds = set()
-    for name in names:
-        lower = name.lower()
-        if lower == "cargo.toml" or lower.endswith("/cargo.toml"):
-            kinds.add("rust")
-        suffix = os.path.splitext(lower)[1]
-        if suffix in _SUFFIXES:
-            kinds.add(_SUFFIXES[suffix])
-    return sorted({package for kind in kinds for package in COMPILERS[kind]})
-
-
-def _member_names(sdist: Path) -> list[str]:
+def member_list(sdist: Path) -> list[str]:
+    """The archive's member names; BuildError naming it when it cannot be read."""
     try:
         return read_member_names(sdist)
     except ARCHIVE_ERRORS as error:
@@ -81,47 +54,6 @@ def _member_names(sdist: Path) -> list[str]:
             hint=f"Delete {sdist.parent} from the cache and build again.",
             path=sdist,
         ) from None
-
-
-def builder_dockerfile(base: str, python: str, packages: list[str], key: str) -> str:
-    include = f"$({python} -c 'import sysconfig; print(sysconfig.get_paths()[\"include\"])')/Python.h"
-    return "\n".join(
-        [
-            f"FROM {base}",
-            "# hadolint ignore=DL3008",  # the mirror's current packages: the builder is not reproducible, its wheel is
-            "RUN apt-get update \\",
-            f" && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {' '.join(packages)} \\",
-            f' && if [ ! -f "{include}" ]; then DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends'
-            f" {python}-dev; fi \\",
-            " && rm -rf /var/lib/apt/lists/*",
-            f'LABEL {BUILDER_LABEL}="{key}"',
-            "",
-        ]
-    )
-
-
-def builder_image(engine: Engine, base: BaseImage, python: str, packages: list[str], say: Say) -> str:
-    """The image to build in: the base itself, or ``bundler/builder:<key>`` with ``packages``."""
-    if not packages:
-        return base.image_id
-    key = hashlib.sha256("\0".join((RECIPE, base.image_id, python, *packages)).encode()).hexdigest()
-    tag = f"{BUILDER_REPOSITORY}:{key[:24]}"
-    found = engine.image(tag)
-    if found is not None:
-        return found.id
-    say(f"Builder image {tag}: {base.reference} + {', '.join(packages)} from the distribution's mirror…")
-    text = builder_dockerfile(base.reference, python, packages, key)
-    with tempfile.TemporaryDirectory(prefix="bundler-builder-") as work:
-        context = write_dockerfile_context(text, Path(work) / "builder.tar")
-        try:
-            return run_engine_build(engine, context, lambda line: None, network_mode=None, tag=tag)
-        except EngineBuildError as error:
-            raise BuildError(
-                f"the builder image for {base.reference} could not be made: {error.value}\n  " + "\n  ".join(error.log[-8:]),
-                hint="It installs compilers with apt-get from the base image's distribution mirror: the base must be "
-                "Debian or Ubuntu and its mirror reachable from a build.",
-                value=base.reference,
-            ) from None
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bundler.engine import Engine, EngineFailure, Image
+from bundler.engine.builderimage import BUILDER_LABEL, BUILDER_REPOSITORY
 from bundler.image import layout
-from bundler.image.builder import BUILDER_LABEL, BUILDER_REPOSITORY
 from bundler.image.deps import DEPS_REPOSITORY
 from bundler.image.labels import DEPS_LABEL, LABEL_PREFIX
 from bundler.image.wheelhouse import cache_root

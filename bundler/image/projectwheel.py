@@ -26,6 +26,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from bundler import tomlcompat
+from bundler.engine import builderimage
 from bundler.errors import BuildError
 from bundler.fsutil import atomic_write_text, sha256_file
 from bundler.image import builder, layout
@@ -109,7 +110,7 @@ def project_wheel(bundle, files: ProjectFiles, engine, base, say=lambda text: No
     with tempfile.TemporaryDirectory(prefix="bundler-project-") as work:
         tree = Path(work) / "project"
         copy_tree(files, tree)
-        image = builder.builder_image(engine, base, f"python{bundle.target.python}", builder.compilers_for(files.included), say)
+        image = builderimage.builder_image(engine, base, f"python{bundle.target.python}", builderimage.compilers_for(files.included), say)
         python = f"python{bundle.target.python}"
         wheel, _ = builder.build_tree_in_container(engine, image, python, tree, bundle.name, say, environment)
         try:

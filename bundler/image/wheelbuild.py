@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from bundler.contracts.lockformat import INDEX_OPTIONS, Pin, render_body
+from bundler.engine import builderimage
 from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text, sha256_file
 from bundler.image import builder, preflight, torchenv
@@ -222,9 +223,9 @@ def _wheel_for(item: dict, key: str, lock: Lock, bundle, engine, base, say, plan
         from bundler.engine import base_image
 
         base = base_image(engine, against.plan.base, say=say)  # the devel base: nvcc / hipcc
-    compilers = builder.needed_compilers(sdist)
-    system = list(bundle.system_packages) if compilers else []  # what it compiles against: the headers the bundle installs
-    image = builder.builder_image(engine, base, f"python{target.python}", sorted(set(compilers) | set(system)), say)
+    packages = builderimage.archive_packages(builder.member_list(sdist), bundle.system_packages)
+    system = [name for name in bundle.system_packages if name in packages]  # what it compiles against: the bundle's headers
+    image = builderimage.builder_image(engine, base, f"python{target.python}", packages, say)
     python = f"python{target.python}"
     inputs = builder.Inputs(bundle.requirements, tuple(system), bundle.target)
     wheel, _ = builder.build_in_container(engine, image, python, sdist, item["name"], item["version"], say, against, inputs)

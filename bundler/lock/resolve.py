@@ -458,15 +458,14 @@ def _torch_probe(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, s
         image = spec.target.base_image or spec.base_images["runtime"]
         try:
             client = engine.connect(engine_name, 600, why=f"{name}'s build imports torch", alternative="")
-            image_id = base_image(client, image).image_id
+            base = base_image(client, image)
         except BundlerError:
             return None  # no engine, or the base image is not here: the archive's static metadata is all there is
         urls = [url for _, url in indexes]
         volumes, env = _lock_volumes(spec, settings, pairs, urls)
         pin = f"torch=={spec.pins.get('torch', spec.target.torch)}"
-        return ProbeSite(
-            client, image, image_id, spec.target.python, pin, _index_args(urls, settings), volumes, env, cache_dir() / "container", say
-        )
+        arguments = (image, base.image_id, spec.target.python, pin, _index_args(urls, settings), volumes, env)
+        return ProbeSite(client, *arguments, cache_dir() / "container", say, base, tuple(spec.bundle.system_packages))
 
     def probe(sdist: Path, sha256: str, name: str, version: str) -> list[str] | None:
         if not sites:

@@ -8,7 +8,10 @@ the Target's base image, in a venv holding the Target's torch, with build isolat
 dependencies a dynamic setup.py computes, and it runs the part of setup.py that decides what
 to compile: a CUDA-only kernel (flash-attn, mamba-ssm, causal-conv1d) stops there on a CPU
 base with its own words about nvcc or CUDA_HOME, so the lock refuses it in seconds instead
-of the build refusing it after torch was installed in a builder.
+of the build refusing it after torch was installed in a builder. Where the bundle declares
+``[build] system_packages`` and the archive compiles, the probe runs in the builder image its
+wheel build will use (engine/builderimage.py), so a setup that looks for a library's headers
+(MinkowskiEngine's BLAS) finds what the bundle installs.
 
 The venv is made once per base image, torch pin and indexes, in the cache folder the lock
 containers mount (the torch wheel's sha256 is kept beside it); what a probe found is kept by
@@ -26,12 +29,17 @@ import shlex
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bundler.contracts.dropped import build_constraint_for
+from bundler.engine.builderimage import archive_packages, builder_image
 from bundler.errors import ExternalError, LockError
 from bundler.lock.torchbuild import NEEDS_GPU_COMPILER, member_names, own_lines, per_torch_index, top_file
+
+if TYPE_CHECKING:
+    from bundler.engine import BaseImage, Engine
 
 PROBE_TIMEOUT_S = int(os.environ.get("BUNDLER_METADATA_PROBE_TIMEOUT", "900"))  # the first one installs torch
 Say = Callable[[str], None]
@@ -47,7 +55,7 @@ CPU_ROUTE = re.compile(
 class ProbeSite:
     """Where probes run: the engine, the Target's base image, and what a lock container mounts and sets."""
 
-    engine: object  # bundler.engine.Engine
+    engine: Engine
     image: str
     image_id: str
     python: str
@@ -57,6 +65,8 @@ class ProbeSite:
     environment: dict[str, str]
     cache: Path  # host folder mounted at /cache
     say: Say = field(default=lambda text: None)
+    base: BaseImage | None = None  # the Target's base image, where a builder image is made from it
+    system_packages: tuple[str, ...] = ()  # the bundle's [build] system_packages
 
     @property
     def venv_key(self) -> str:
@@ -97,10 +107,13 @@ def probe_script(site: ProbeSite, sdist: str, build_requires: tuple[str, ...], e
 
 def prepared_requirements(site: ProbeSite, sdist: Path, sha256: str, name: str, version: str, target) -> list[str]:
     """The archive's Requires-Dist as its own setup declares it with the Target's torch present; LockError when it refuses."""
-    key = f"{sha256}:{site.venv_key}"
+    packages = archive_packages(member_names(sdist), site.system_packages) if site.system_packages else []
+    key = ":".join([sha256, site.venv_key, *packages])
     known = _known().get(key)
     if isinstance(known, list):
         return known
+    if packages and site.base is not None:  # it compiles against what the bundle installs: probe where its wheel builds
+        site = replace(site, image_id=builder_image(site.engine, site.base, f"python{site.python}", packages, site.say))
     requires = _run(site, sdist, name, version, target)
     _remember(key, requires)
     return requires
@@ -145,7 +158,7 @@ def _probe_once(site: ProbeSite, folder: Path, sdist: str, requires: tuple[str, 
         network_mode="bridge",
     )
     try:
-        return site.engine.run(spec, timeout=PROBE_TIMEOUT_S)  # type: ignore[attr-defined]
+        return site.engine.run(spec, timeout=PROBE_TIMEOUT_S)
     except EngineFailure as error:
         raise ExternalError(
             f"the container preparing {name}'s metadata with the Target's torch could not run: {error.explanation[:300]}.",

@@ -305,10 +305,20 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
     if group == "windows":
         return (not word_byte(before) and before not in b"/\\:-.%$") or boundary_before(data, start)
     if group == "tilde":
-        return before in _TILDE_AFTER or boundary_before(data, start)
+        return before in _TILDE_AFTER or boundary_before(data, start) or _prompt_folder(data, start)
     if group == "remote":
         return not word_byte(before) and before not in b".-@"
     return True
+
+
+# A terminal's prompt glued to its folder, as a captured session starts: ``(env) ana~/work/repo$ python x.py``.
+_PROMPT_USER = re.compile(rb"[ \t]*(?:\([\w.-]+\)[ \t]*)?[\w.-]+")
+_PROMPT_END = re.compile(rb"[^\s$%#>]*[$%#>][ \t]")
+
+
+def _prompt_folder(data: bytes, start: int) -> bool:
+    line_start = data.rfind(b"\n", 0, start) + 1
+    return _PROMPT_USER.fullmatch(data, line_start, start) is not None and _PROMPT_END.match(data, start) is not None
 
 
 GROUP_SHAPES = {
@@ -414,6 +424,8 @@ def portable_absolute(text: str) -> bool:
 
 _REMOTE_HOST = re.compile(rb"(?:[\w.-]+@)?[\w-]+(?:\.[\w-]+)*")
 _VARIABLE_HOST = re.compile(rb"[\w.-]+@\$\{?[A-Za-z_]\w*\}?$")  # ubuntu@$ip:, ubuntu@${HOST}: (a user, then the host's variable)
+# "$REMOTE:repo/x" on a copying command's line: the host (or user@host) in a variable; never $PATH:/usr/bin
+_HOST_VARIABLE = re.compile(rb"\$\{?(?![A-Z_]*PATH\b)[A-Za-z_]\w*\}?$")
 
 
 def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
@@ -426,6 +438,9 @@ def remote_start(data: bytes, line_start: int, colon: int) -> int | None:
         variable = _VARIABLE_HOST.search(data, max(line_start, colon - 80), colon)
         if variable is not None:
             return variable.start()
+        alone = _HOST_VARIABLE.search(data, max(line_start, colon - 80), colon)
+        if alone is not None and _TRANSFER.search(data, line_start, colon) is not None:
+            return alone.start()
     begin = colon
     while begin > line_start and (word_byte(data[begin - 1]) or data[begin - 1] in b".-@"):
         begin -= 1

@@ -85,9 +85,21 @@ _RECORD_LINE = re.compile(
 )
 
 
+# A terminal's prompt with the folder it stands in, as a saved session shows it: ``(base) C:\Users\u>dir``,
+# ``PS C:\work>``, ``user@host:~/repo$ ls``, ``user@host ~/repo % ls``, ``user~/repo$ ls`` (a tutorial's bare
+# ``$ pip install`` names no folder).
+_PROMPT_LINE = re.compile(
+    rb"\s*(?:\([\w.-]+\)\s*)?(?:(?:PS )?[A-Za-z]:\\[^>\n]*>"
+    rb"|[\w.-]+(?:@[\w.-]+(?::| )|(?=~/))[~/][^\n$#%]*[$#%](?:\s|$))"
+)
+
+
 def _run_record(data: bytes) -> bool:
-    """Do most of the first lines read as a run's records (timestamps, levels, progress), not prose?"""
+    """Do most of the first lines read as a run's records (timestamps, levels, progress), not prose, or is it a saved
+    terminal session (a prompt naming its folder first, or three of them)?"""
     lines = [line for line in data[:65536].splitlines()[:200] if line.strip()]
+    if lines and _PROMPT_LINE.match(lines[0]) or sum(1 for line in lines if _PROMPT_LINE.match(line)) >= 3:
+        return True
     return len(lines) >= 5 and sum(1 for line in lines if _RECORD_LINE.match(line)) >= 0.6 * len(lines)
 
 

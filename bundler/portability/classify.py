@@ -34,7 +34,7 @@ def split_home(shape: str, text: str) -> tuple[str, list[str]]:
         inner = re.search(r"[\"']~([^\"']*)[\"']", text) if "expanduser" in text else None
         rest = inner.group(1) if inner else ""
         return "~", [c for c in re.split(r"[\\/]", rest) if c]
-    if shape in ("windows-user", "windows-drive", "home-var") and "\\" in text:
+    if shape in ("windows-user", "windows-drive", "home-var", "tilde") and "\\" in text:
         parts = re.split(r"[\\/]+", text)
         count = {"windows-user": 3, "windows-drive": 1}.get(shape, 1)
         return "\\".join(parts[:count]), [c for c in parts[count:] if c]

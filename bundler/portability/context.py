@@ -66,7 +66,8 @@ EXAMPLE_FILE = re.compile(r"(?i)(?:\.(?:example|sample|template|tmpl|dist)|[._-]
 
 _REMOTE_PREFIX = re.compile(rb"(?:(?:[\w.-]|\$\{?\w+\}?)+@)?[\w.-]*[A-Za-z][\w.-]*:$")  # ${USER}@host: too
 _TRANSFER = re.compile(rb"\b(?:rsync|scp|sftp|rclone|ssh)\b")
-_SSH_COMMAND = re.compile(rb"(?:^|[;&|(`{]|\$\(|\bexec\s|\bsudo\s|[\"'])\s*ssh\s+(?!-keygen)", re.M)
+# a Makefile recipe's ``@ssh`` (silent) or ``-ssh`` (errors ignored) runs ssh as well
+_SSH_COMMAND = re.compile(rb"(?:^[ \t]*[@+-]{0,3}|[;&|(`{]|\$\(|\bexec\s|\bsudo\s|[\"'])\s*ssh\s+(?!-keygen)", re.M)
 _SSH_HEREDOC = re.compile(rb"\bssh\b[^\n]*<<-?\s*[\"']?(\w+)")
 
 
@@ -339,11 +340,35 @@ _STRING_END = re.compile(rb"[\"'\n]")
 _STRING_THEN_BREAK = re.compile(rb"[\"'](?![/~\\]|[A-Za-z]:)[^\"'\n]*[\"'][ \t]*\\?[ \t]*\r?\n$")
 
 
+# R's calls that concatenate their arguments into one string: a later argument is a piece of that string.
+_CONCATENATING_CALL = re.compile(rb"(?:\bpaste0?|\bstr_c|\bfile\.path|\bstr_glue|\bglue)\s*$")
+
+
+def later_concatenated_argument(data: bytes, start: int, most: int = 600) -> bool:
+    """Is the string at ``start`` a later argument of ``paste(root, "/attention/", …)``: a piece, never a folder?"""
+    depth, commas, at = 0, 0, start - 1
+    while at >= max(0, start - most):
+        byte = data[at]
+        if byte in b")]":
+            depth += 1
+        elif byte in b"([":
+            if depth == 0:
+                return byte == 0x28 and commas > 0 and _CONCATENATING_CALL.search(data, max(0, at - 20), at) is not None
+            depth -= 1
+        elif byte == 0x2C and depth == 0:
+            commas += 1
+        at -= 1
+    return False
+
+
 def path_piece(data: bytes, line_start: int, start: int) -> bool:
     """Is the absolute path at ``start`` a piece of another path: what replaces one folder's name inside a path
     (``.replace("/flac/", "/tsv/matched/")``, both between slashes), a tail a comment shows appended to an
-    expression, or the second string of an implicit concatenation on a line of its own?"""
+    expression, a later argument of R's ``paste``, or the second string of an implicit concatenation on a line of its
+    own?"""
     if _COMMENTED_TAIL.fullmatch(data, line_start, start):
+        return True
+    if b"(" in data[max(0, start - 600) : start] and later_concatenated_argument(data, start):
         return True
     if (
         line_start
@@ -470,6 +495,21 @@ def in_container(data: bytes, line_start: int, start: int) -> bool:
     path = data[start : end.end() if end else start].decode("utf-8", "replace").rstrip("/")
     shared = same_name_binds(data, command.start(), logical_line_end(data, start))
     return not any(path == folder or path.startswith(folder + "/") for folder in shared)  # -w under -v /x:/x is the host's too
+
+
+# A notebook output that prints a Dockerfile (``!cat Dockerfile``) or a build of one (``docker build .``): its paths
+# are the image's layout, as the Dockerfile's own are.
+_OUTPUT_TEXT = re.compile(rb'"(?:text|text/plain)"\s*:\s*\[|"(?:output_type|source)"\s*:')
+_IMAGE_RECIPE_LINE = re.compile(rb'"(?:FROM [\w.:/@-]+(?: AS \w+)?\\n|Step \d+/\d+ : [A-Z]+ |#\d+ \[[\w -]*\d+/\d+\] [A-Z]+ )')
+
+
+def image_recipe_output(data: bytes, start: int, most: int = 1 << 16) -> bool:
+    """Is ``start`` in a notebook output's text whose lines before it print a Dockerfile or its build (a ``FROM`` line,
+    a ``Step 4/9 : RUN`` line)?"""
+    heads = list(_OUTPUT_TEXT.finditer(data, max(0, start - most), start))
+    if not heads or not heads[-1].group(0).endswith(b"["):
+        return False  # not in an output's lines
+    return _IMAGE_RECIPE_LINE.search(data, heads[-1].end(), start) is not None
 
 
 def logical_line_end(data: bytes, at: int, most: int = 20) -> int:
@@ -732,10 +772,11 @@ def makes_folder(line: bytes) -> bool:
     return (b"mkdir" in line or b"makedirs" in line) and _MAKES_FOLDER.search(line) is not None
 
 
-def portable_component(first: str | None, second: str | None = None) -> bool:
+def portable_component(first: str | None, second: str | None = None, third: str | None = None) -> bool:
     """A folder right under the home that tools keep for every user: ``.cache``, ``.ssh``, ``AppData`` (not ``.myenv``),
-    but the user's own files synced into one (``~/Library/CloudStorage/OneDrive-…``)."""
-    if not first or second in _USER_FILES_UNDER.get(first, ()):
+    but the user's own files synced into one (``~/Library/CloudStorage/OneDrive-…``) and Windows' temporary folder
+    (``~\\AppData\\Local\\Temp``, where a run's files are kept like ``/tmp``'s)."""
+    if not first or second in _USER_FILES_UNDER.get(first, ()) or (first, second, third) == ("AppData", "Local", "Temp"):
         return False
     return first in TOOL_DOTFILES or first in PORTABLE_FOLDERS
 

@@ -53,7 +53,7 @@ _FORMAT_FIELD = re.compile(r"(?<!\$)" + FORMAT_FIELD.decode("ascii"))
 _OTHER_TRIGGERS = (  # a one-byte literal first: found by memchr
     (b"~", re.compile(rb"~")),
     (b":", re.compile(rb":(?:\\|/|~)")),  # a drive (C:\\, C:/, C://) or host:path: checked in Python (_colon_hit)
-    (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:|USER_HOME\$)")),
+    (b"$", re.compile(rb"\$(?:HOME|\{HOME\}|env:|USER_HOME\$)|\$\{?\w+\}?:[\w.-]")),  # "$REMOTE:repo/x": a host in a variable
     (b"%", re.compile(rb"%(?:USERPROFILE|HOMEPATH)%")),
     (b"@", re.compile(rb"@(?:[\w.-]+|\$\{?\w+\}?):")),
 )
@@ -575,8 +575,12 @@ class Scanner:
             return None  # an inlined image or video, not a folder
         if hit.group in ("home", "temp", "absolute") and context.in_container(data, line_start, hit.start):
             return None  # docker exec NAME /scripts/x.sh: the container's own layout
+        if hit.group in ("home", "temp", "absolute") and kind == OUTPUT and context.image_recipe_output(data, hit.start):
+            return None  # !cat Dockerfile, docker build's Step 4/9 : RUN …: the image's layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
+        if hit.group == "absolute" and place.packaging and self._exists(os.path.join(os.path.dirname(place.relative), hit.text[1:])):
+            return None  # a packaging table's include = ["/src/pkg"]: a pattern rooted at the project, naming its own folder
         if place.build_file and not context.build_source(data, line_start, line_end, hit.start):
             return None  # every path of a Dockerfile or an Apptainer .def but a COPY/ADD source is the image's
         if data[hit.start - 1 : hit.start] == b":" and context.bind_container_side(data, line_start, hit.start, place.yaml):
@@ -637,7 +641,7 @@ class Scanner:
             return False
         _, components = split_home(shape, found)
         if components:
-            return context.portable_component(components[0], components[1] if len(components) > 1 else None)
+            return context.portable_component(*(components + [None, None])[:3])
         if found in ("$HOME", "${HOME}") and data[end : end + 1] in (b" ", b"\t") and data[end - len(found) - 1 : end - len(found)] != b"=":
             return True  # the home itself, named or handed to a command (cd $HOME && …): every machine has one
         if shape == "home-lookup" or found in ("~", "~/", "$HOME", "${HOME}"):
@@ -743,8 +747,8 @@ def _windows_path(text: str, json: bool, named: bool) -> bool:
     The source text is read, not the value: ``"output_dir": "E:\a"`` is the folder ``E:\a`` its author
     wrote, whatever Python's ``\a`` decodes to; a value named as a folder is a path even after ``\n``.
     """
-    if _TEXT_ESCAPE.fullmatch(text) and not named:
-        return False
+    if _TEXT_ESCAPE.fullmatch(text.rstrip("\\").replace("\\\\", "\\") if json else text) and not named:
+        return False  # in a notebook's JSON, "X:\\n" is the cell's "X:\n"
     if _REGEX_AFTER_DRIVE.match(text):
         return False  # sed's s:\-.*$:: or a pattern's \. : an escaped metacharacter, never a folder's name
     return not (json and text[2] == "\\" and text[3:4] != "\\")
@@ -760,6 +764,8 @@ _IMAGE_FILE = re.compile(
 )
 # An Apptainer/Singularity recipe, whatever its name (``Singularity``, ``Singularity.gpu``, ``x.def``): its header.
 _APPTAINER_RECIPE = re.compile(rb"(?:\s*#[^\n]*\n)*\s*[Bb]ootstrap:[ \t]*\w")
+# Packaging configs whose include/exclude patterns are rooted at the file's folder (hatch's "/src/pkg", poetry's)
+_PACKAGING_FILES = frozenset({"pyproject.toml", "hatch.toml", "setup.cfg", "MANIFEST.in"})
 _BUILD_FILE = re.compile(r"(?i)^(?:dockerfile|containerfile)(?:[._-].*)?$|.*\.(?:dockerfile|containerfile)$")
 # A CI service's config, where the service reads it (the repository's root): its paths are the runner's. A copy
 # elsewhere (a vendored library's .travis.yml) runs on no runner of this project.
@@ -786,6 +792,7 @@ class _Place:
         self.build_file = _BUILD_FILE.match(name) is not None or _APPTAINER_RECIPE.match(data) is not None
         self.image = self.build_file or _IMAGE_FILE.match(name) is not None
         self.ci = _CI_CONFIG.match(relative) is not None
+        self.packaging = name in _PACKAGING_FILES
         self.notebook = NotebookLocator(data, types) if category == "notebook" else None
         self.remote = context.remote_lines(data) if b"ssh" in data else context.Spans([])
         own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None

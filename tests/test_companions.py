@@ -63,6 +63,31 @@ def test_an_old_torchaudio_pin_says_which_torch_it_was_made_for(tmp_path):
     assert data["error"]["value"] == "torchaudio==0.13.1"
 
 
+def test_torchtext_whose_last_release_went_with_torch_2_3_is_refused_before_resolving_naming_that_torch(tmp_path):
+    project = _project(tmp_path / "p", "torch\ntorchtext\nnumpy\n")
+    result, data = _lock(project, env={"BUNDLER_INDEX_MAP": UNREACHABLE})
+    assert result.returncode == 6, result.stderr
+    message = data["error"]["message"]
+    assert "no torchtext release exists for torch 2.13.0" in message and "torchtext: 2.3.1 (torchtext 0.18.0)" in message
+    assert "--torch 2.3.1" in data["error"]["hint"]
+    pinned, _ = _lock(_project(tmp_path / "q", "torch\ntorchtext==0.17.2\n"), env={"BUNDLER_INDEX_MAP": UNREACHABLE})
+    assert "torchtext 0.17.2 was made for torch 2.2.2" in json.loads(pinned.stdout)["error"]["message"]
+
+
+def test_torchtext_on_a_torch_it_was_made_for_is_pinned_unlabelled_and_any_indexs_build_of_it_passes():
+    from bundler.target.table import is_paired_build
+
+    assert is_paired_build("0.18.0", "0.18.0") and is_paired_build("0.18.0+cpu", "0.18.0")  # no GPU code: PyPI's serves
+    assert not is_paired_build("0.28.0", "0.28.0+cpu") and not is_paired_build("0.17.2", "0.18.0")
+
+
+def test_torchtext_paired_with_the_targets_torch_is_planned_from_the_table(tmp_path):
+    project = _project(tmp_path / "p", "torch\ntorchtext\n", torch="2.3.0")
+    result, data = _lock(project, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert {"torch==2.3.0+cpu", "torchtext==0.18.0"} <= set(data["pins"])
+
+
 def test_a_companion_pin_that_matches_the_target_is_planned_as_before(tmp_path):
     project = _project(tmp_path / "p", "torch==2.12.1\ntorchaudio==2.11.0\ntorchvision\n", torch="2.12.1")
     result, data = _lock(project, "--dry-run")

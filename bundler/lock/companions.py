@@ -12,7 +12,7 @@ named together with who pulled it in (the resolver's ``# via`` lines):
   one of another CUDA major than the Target's;
 - a note for a GPU compiler in a CPU lock (triton, ``nvidia-cuda-nvcc*``): never used there.
 
-A torchvision or torchaudio pulled in that way, when it is not the Target's build (PyPI's,
+A torchvision, torchaudio or torchtext pulled in that way, when it is not the Target's build (PyPI's,
 unlabelled), refuses the lock instead, naming who pulled it in and the route: list it in
 requirements.in (bundler then pins the Target's build), or, when the Target's torch has no
 such release, the nearest torch that has one.
@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from bundler.target.bundle import Target
-from bundler.target.table import CompatTable, TorchBuild
+from bundler.target.table import PAIRED_COMPANIONS, CompatTable, TorchBuild, is_paired_build
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?\s*==\s*([^\s;\\]+)")
 _VIA = re.compile(r"^#\s+via\b\s*(.*)$")
@@ -43,9 +43,6 @@ class LockedPin:
     name: str
     version: str
     via: list[str] = field(default_factory=list)
-
-
-PAIRED = ("torchvision", "torchaudio")  # companions the Target's build pins when requirements.in lists them
 
 
 @dataclass
@@ -90,7 +87,7 @@ def check_companions(
         if pin.name in pinned:
             continue  # the Target's own pin: the lock's lint checks it
         who = _who(pin, requirements)
-        if pin.name in PAIRED:
+        if pin.name in PAIRED_COMPANIONS:
             refusal = _refusal(pin, who, build, requirements, table, target)
             findings.refusals += [refusal] if refusal[0] else []
             continue
@@ -110,13 +107,13 @@ def check_companions(
 def _refusal(
     pin: LockedPin, who: str, build: TorchBuild, requirements: str, table: CompatTable | None, target: Target | None
 ) -> tuple[str, str]:
-    """A torchvision/torchaudio pulled in from PyPI: why it cannot go next to the Target's torch, and the route."""
-    torch, paired = build.release.torch, getattr(build.release, pin.name.replace("-", "_"), "")
-    if paired and pin.version == build.labelled(paired):
+    """A paired companion pulled in by another package: why it cannot go next to the Target's torch, and the route."""
+    torch, paired = build.release.torch, build.companions().get(pin.name, "")
+    if paired and is_paired_build(pin.version, paired):
         return "", ""  # the resolver took the Target's own build from the Target's index
     if paired:
-        why = f"{pin.name}=={pin.version}, pulled in by {who}, is not the Target's build ({pin.name}=={build.labelled(paired)})"
-        return why, f"Add {pin.name} to {requirements}: bundler then pins the Target's build, {pin.name}=={build.labelled(paired)}."
+        why = f"{pin.name}=={pin.version}, pulled in by {who}, is not the Target's build ({pin.name}=={paired})"
+        return why, f"Add {pin.name} to {requirements}: bundler then pins the Target's build, {pin.name}=={paired}."
     why = f"{pin.name}=={pin.version}, pulled in by {who}, and no {pin.name} release exists for torch {torch}"
     nearest = table.nearest_with(pin.name, target) if table is not None and target is not None else None
     if nearest is None:

@@ -10,9 +10,9 @@ from packaging.utils import canonicalize_name
 from bundler.errors import LockError
 from bundler.lock.lockfile import parse_pins, split_lock
 from bundler.machinepaths import machine_paths
+from bundler.target.table import LABELLED_COMPANIONS, PAIRED_COMPANIONS, is_paired_build
 
 _FILE_URL = re.compile(r"\bfile:/", re.IGNORECASE)
-COMPANIONS = ("torchvision", "torchaudio")
 
 
 def lint_lock(text: str, target, expected: dict[str, str], needs_setuptools: bool) -> list[str]:
@@ -44,11 +44,11 @@ def lint_lock(text: str, target, expected: dict[str, str], needs_setuptools: boo
             if name == "torch":
                 problems.append("torch is missing from the lock")
             continue
-        if locked.version != version:
+        if not (is_paired_build(locked.version, version) if name in PAIRED_COMPANIONS else locked.version == version):
             problems.append(f"{name}=={locked.version} is not the build of the Target ({name}=={version})")
     torch_pin = pins.get("torch")
     if torch_pin is not None:
-        for name in COMPANIONS:
+        for name in LABELLED_COMPANIONS:
             companion = pins.get(name)
             if companion is not None and companion.label != torch_pin.label:
                 problems.append(f"{name}=={companion.version} carries a different label than torch=={torch_pin.version}")

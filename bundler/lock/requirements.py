@@ -47,7 +47,7 @@ from bundler.contracts import lockformat, markers
 from bundler.errors import BundlerError, LockError, ProjectFileError
 from bundler.lock.companions import made_for, torch_route
 from bundler.target.bundle import Target
-from bundler.target.table import CompatTable
+from bundler.target.table import PAIRED_COMPANIONS, CompatTable
 
 # ----- reading: requirements.in and its includes ---------------------------------------------
 REQUIREMENTS_IN = "requirements.in"
@@ -499,9 +499,6 @@ def line_name(line: str) -> str:
     return canonicalize_name(match.group(1)) if match else ""
 
 
-PAIRED = ("torchvision", "torchaudio")  # companions the table pairs with each release, or marks as having none ("")
-
-
 def _is_option(line: SourceLine) -> bool:
     """An option line of requirements.in (``--extra-index-url …``), not an editable install."""
     return line.text.startswith("-") and not line.text.startswith(("-e", "--editable"))
@@ -542,7 +539,7 @@ def compile_input(
             continue
         name = canonicalize_name(requirement.name)
         _add_direct(result, name)
-        if name in PAIRED and name not in companions:
+        if name in PAIRED_COMPANIONS and name not in companions:
             raise _unreleased(root, line, requirement, name, target, table)
         if name not in companions:
             result.lines.append(line.text)

@@ -40,6 +40,17 @@ class RocmInfo:
         return rocm_tag(self.version)
 
 
+# Companions the table pairs with each release ("" in a row: none for that torch). torchvision and torchaudio carry
+# torch's local label on PyTorch's index (+cpu, +cu128); torchtext has no GPU code, so PyPI's wheel serves every build.
+LABELLED_COMPANIONS = ("torchvision", "torchaudio")
+PAIRED_COMPANIONS = (*LABELLED_COMPANIONS, "torchtext")
+
+
+def is_paired_build(locked: str, paired: str) -> bool:
+    """Is a companion's locked version the one the Target pairs: its exact build, or any build of an unlabelled pairing?"""
+    return locked == paired or ("+" not in paired and locked.split("+")[0] == paired)
+
+
 @dataclass(frozen=True)
 class Release:
     torch: str
@@ -61,6 +72,7 @@ class Release:
     sources: tuple[str, ...] = ()  # ids of [sources]: where the row's facts come from
     unchecked: tuple[str, ...] = ()  # fields no source could confirm
     cuda_aarch64: tuple[str, ...] = ()  # CUDA builds for Linux aarch64 on PyTorch's index (ROCm: x86_64 only)
+    torchtext: str = ""  # its last release, 0.18.0, went with torch 2.3: "" for every later torch
 
     def builds(self, backend: str, platform: str = "linux_x86_64") -> tuple[str, ...]:
         """The accelerator versions of one backend's builds for a platform ("" for the CPU build)."""
@@ -127,6 +139,8 @@ class TorchBuild:
         pairs = {"torch": self.labelled(self.release.torch), "torchvision": self.labelled(self.release.torchvision)}
         if self.release.torchaudio:  # "" from 2.13: no torchaudio is paired with the release
             pairs["torchaudio"] = self.labelled(self.release.torchaudio)
+        if self.release.torchtext:
+            pairs["torchtext"] = self.release.torchtext
         if self.backend == "cuda" and RELEASE_RE.match(self.release.triton):  # a range (~=3.8.0) is torch's own to resolve
             pairs["triton"] = self.release.triton
         if self.backend == "rocm" and self.release.pytorch_triton_rocm:
@@ -199,8 +213,8 @@ class CompatTable:
         """The torch release a companion's version was made for ("" when neither the table nor PyTorch's numbering says).
 
         The table's rows first; before them, PyTorch's numbering: torchaudio 0.N.p went with
-        torch 1.N.p (2.0-2.10 follow torch itself), torchvision 0.N.p with torch 1.(N-1).p up
-        to 0.14, and 0.15.p with torch 2.0.p."""
+        torch 1.N.p (2.0-2.10 follow torch itself), torchvision and torchtext 0.N.p with torch
+        1.(N-1).p up to 0.14, torchvision 0.15.p with torch 2.0.p, torchtext 0.15.p with 2.0.(p-1)."""
         field_name = companion.replace("-", "_")
         for release in self.releases.values():
             paired = getattr(release, field_name, "")
@@ -214,10 +228,12 @@ class CompatTable:
             return f"1.{minor}.{patch}"
         if companion == "torchaudio" and major == 2 and minor <= 10:
             return version
-        if companion == "torchvision" and major == 0 and 7 <= minor <= 14:
+        if companion in ("torchvision", "torchtext") and major == 0 and 6 <= minor <= 14:
             return f"1.{minor - 1}.{patch}"
         if companion == "torchvision" and (major, minor) == (0, 15):
             return f"2.0.{patch}"
+        if companion == "torchtext" and (major, minor) == (0, 15) and patch >= 1:
+            return f"2.0.{patch - 1}"  # 0.15.1 pins torch==2.0.0, 0.15.2 torch==2.0.1
         return ""
 
     def build_for(self, target) -> TorchBuild:

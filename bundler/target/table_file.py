@@ -31,6 +31,7 @@ _RELEASE_KEYS = {
     "torch",
     "torchvision",
     "torchaudio",
+    "torchtext",
     "triton",
     "pytorch_triton_rocm",
     "cuda",
@@ -190,6 +191,8 @@ def _release(path: Path, index: int, row: object) -> Release:
             f"torchaudio {row.get('torchaudio')!r} is not an exact version",
             'Give the torchaudio paired with it, or "" for none.',
         )
+    if row.get("torchtext") and not (isinstance(row["torchtext"], str) and RELEASE_RE.match(row["torchtext"])):
+        raise _bad(path, where, f"torchtext {row['torchtext']!r} is not an exact version", 'Give the torchtext paired with it, or "".')
     for key in ("triton", "pytorch_triton_rocm", "pypi_cuda", "pypi_cuda_aarch64", "note"):
         if not isinstance(row.get(key, ""), str):
             raise _bad(path, where, f"{key} must be a string", f'Write {key} = "…" ("" when unknown).')
@@ -220,6 +223,7 @@ def _release(path: Path, index: int, row: object) -> Release:
         torch=torch,
         torchvision=row["torchvision"],
         torchaudio=row["torchaudio"],
+        torchtext=row.get("torchtext", ""),
         triton=row.get("triton", ""),
         pytorch_triton_rocm=row.get("pytorch_triton_rocm", ""),
         cuda=cuda,

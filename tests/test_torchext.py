@@ -514,3 +514,17 @@ def test_with_system_packages_a_compiling_archive_is_probed_in_the_builder_image
     without = torchprobe.ProbeSite(*arguments, base=base)  # no system packages: the base image, as before
     assert torchprobe.prepared_requirements(without, compiled, "ab" * 32, "blasy", "1.0", CPU311) == ["numpy"]
     assert ran[-1] == "sha256:base" and len(built) == 1
+
+
+def test_a_placeholder_packages_notice_of_what_replaces_it_is_kept_among_its_own_lines():
+    from bundler.lock.torchbuild import own_lines
+
+    log = (
+        "  Preparing metadata (pyproject.toml) did not run successfully.\n  exit code: 1\n"
+        "  The 'oldname' PyPI package is deprecated, use 'new-name'\n  rather than 'oldname' for pip commands.\n\n"
+        "  Here is how to fix this error in the main use cases:\n"
+        + "".join(f"  - step {n} of what to do in a setup file or a lock\n" for n in range(6))
+        + "  More information is available at the project's page\n"
+    )
+    lines = own_lines(log).splitlines()
+    assert "'oldname' PyPI package is deprecated, use 'new-name'" in lines[0] and "rather than 'oldname'" in lines[1]

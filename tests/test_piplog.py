@@ -44,6 +44,18 @@ def test_the_archive_is_named_from_the_verbose_log_with_its_own_error_lines():
     assert metadata_failure("ERROR: Cannot install numpy==1 and numpy==2") is None
 
 
+def test_a_retired_packages_notice_of_what_replaces_it_comes_before_its_last_lines():
+    notice = ["The 'oldname' PyPI package is deprecated, use 'new-name'", "rather than 'oldname' for pip commands.", ""]
+    advice = [f"- step {n} of what to do in a setup file or a lock" for n in range(9)]
+    block = "\n".join(f"      {line}" for line in notice + advice)
+    log = f"Collecting oldname\n  Preparing metadata (setup.py) did not run successfully.\n  [12 lines of output]\n{block}\n"
+    log += "  [end of output]\n"
+    name, _, own = metadata_failure(log)
+    lines = own.splitlines()
+    assert name == "oldname" and "is deprecated, use 'new-name'" in lines[0] and "rather than 'oldname'" in lines[1]
+    assert lines[-1].strip() == "- step 8 of what to do in a setup file or a lock" and len(lines) == 10
+
+
 def test_the_quiet_log_names_no_archive_so_resolution_runs_again_with_v(numpy_spec):
     assert metadata_failure(QUIET) == ("", "", OWN)
     assert _unnamed_archive(numpy_spec, QUIET) and not _unnamed_archive(numpy_spec, VERBOSE)

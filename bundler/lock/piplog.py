@@ -10,7 +10,7 @@ from packaging.utils import canonicalize_name
 from bundler.contracts.dropped import pin_that_ships
 from bundler.errors import ExternalError, LockError
 from bundler.lock.spec import LockSpec
-from bundler.lock.torchbuild import per_torch_index, torch_build_failure, unpreparable, without_frames
+from bundler.lock.torchbuild import RETIRED_NOTICE, per_torch_index, torch_build_failure, unpreparable, without_frames
 from bundler.lock.uvresolve import uv_summary
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
@@ -143,7 +143,7 @@ def prepare_failure(log: str) -> tuple[str, str, str] | None:
         version = archive.group(1) if archive else ""
     blocks = _OUTPUT.findall(log)
     text = blocks[-1] if blocks else log
-    return name, version, "\n  ".join(line[:300] for line in without_frames(text)[-8:])
+    return name, version, _own_output(text)
 
 
 # pip-tools lets pip's MetadataGenerationFailed out as a traceback, with no "Failed to build" line; at -v the archive
@@ -170,8 +170,17 @@ def metadata_failure(log: str) -> tuple[str, str, str] | None:
         elif archive and canonicalize_name(archive) == canonicalize_name(name or archive):
             name, version = name or archive, archived
     blocks = _OUTPUT.findall(log)
-    own = without_frames(blocks[-1]) if blocks else []
-    return str(canonicalize_name(name)) if name else "", version, "\n  ".join(line[:300] for line in own[-8:])
+    return str(canonicalize_name(name)) if name else "", version, _own_output(blocks[-1]) if blocks else ""
+
+
+_RETIRED = re.compile(RETIRED_NOTICE, re.IGNORECASE)
+
+
+def _own_output(text: str, last: int = 8) -> str:
+    """The last lines of an archive's output, after any earlier notice that it is retired and what replaces it."""
+    lines = without_frames(text)
+    notices = [line for line in lines[:-last] if _RETIRED.search(line)][:4]
+    return "\n  ".join(line[:300] for line in notices + lines[-last:])
 
 
 def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockError:

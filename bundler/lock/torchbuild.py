@@ -63,8 +63,9 @@ _PIP_NOISE = re.compile(
     r"|Building wheel for|Failed to build|ERROR: Failed building|Preparing metadata|^Processing /|^bundler: preparing metadata"
 )
 _TRACEBACK_LINE = re.compile(r"^(Traceback|During handling|The above exception|[~^]+$)")
-# the package's own words: an error, or a notice that it is retired and what replaces it (the ``sklearn`` placeholder)
-_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file|\bdeprecated\b|\brather than\b)", re.IGNORECASE)
+# a package's notice that it is retired and what replaces it (the ``sklearn`` placeholder's first lines)
+RETIRED_NOTICE = r"\bdeprecated\b|\brather than\b"
+_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file|" + RETIRED_NOTICE + ")", re.IGNORECASE)
 NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]\s")
 _COMPILER = re.compile(r"(?:^|[\s/])(?:[\w-]+-)?(?:gcc|g\+\+|c\+\+|cc|clang\+\+|clang|nvcc|hipcc)(?:-[\d.]+)?\s")
 

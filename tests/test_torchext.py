@@ -528,3 +528,21 @@ def test_a_placeholder_packages_notice_of_what_replaces_it_is_kept_among_its_own
     )
     lines = own_lines(log).splitlines()
     assert "'oldname' PyPI package is deprecated, use 'new-name'" in lines[0] and "rather than 'oldname'" in lines[1]
+
+
+def test_torchs_headers_refusing_an_older_cxx_standard_name_the_standard_not_a_missing_cuda_compiler(tmp_path):
+    from bundler.image import builder
+
+    plan = torchenv.TorchBuildPlan("python:3.11-slim", False, "torch==2.13.0+cpu", "ab" * 32)
+    against = builder.AgainstTorch(plan, [], [], tmp_path)
+    log = (
+        "  No CUDA runtime is found, using CUDA_HOME=None\n  building 'chamfer._C' extension\n"
+        "  /tmp/venv/lib/python3.11/site-packages/torch/include/torch/all.h:5:2: error: #error C++17 or later compatible "
+        "compiler is required to use PyTorch.\n  error: command '/usr/bin/gcc' failed with exit code 1\n"
+    )
+    error = builder.build_failure("chamfer", "1.0.0", tmp_path / "chamfer-1.0.0.tar.gz", 1, log, against)
+    assert "torch==2.13.0+cpu's headers need C++17" in error.message and "nvcc" not in error.message
+    assert error.hint.startswith("Pin a later release of chamfer, one that compiles with C++17")
+    other = log.replace("#error C++17 or later compatible compiler is required to use PyTorch.", "'at::Tensor' was not declared")
+    cuda = builder.build_failure("chamfer", "1.0.0", tmp_path / "chamfer-1.0.0.tar.gz", 1, other, against)
+    assert "needs nvcc or hipcc" in cuda.message  # without that line, the CUDA route stands

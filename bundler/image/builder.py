@@ -350,6 +350,10 @@ def _system_route(needs: list[tuple[str, str]], inputs: Inputs) -> str:
     )
 
 
+# torch's headers refusing an older C++ standard (torch 2.1+ needs C++17): "#error C++17 or later compatible compiler is required"
+_NEWER_STANDARD = re.compile(r"#error C\+\+(\d+) or later compatible compiler is required")
+
+
 def torch_build_failure(
     name: str,
     version: str,
@@ -369,7 +373,14 @@ def torch_build_failure(
             f"give it more time (BUNDLER_WHEEL_BUILD_TIMEOUT, now {BUILD_TIMEOUT_S} s; the progress lines said how far it came) "
             "or build on a machine with more cores (MAX_JOBS follows them)"
         )
-    if needs_gpu_compiler and not plan.devel:
+    standard = _NEWER_STANDARD.search(tail)
+    if standard:  # before any CUDA: its host compiler stopped at torch's own headers
+        why = (
+            f"{plan.torch}'s headers need C++{standard.group(1)}, and its build compiles with an older standard (its own "
+            "-std= flag): a release made for an older torch"
+        )
+        routes.append(f"pin a later release of {name}, one that compiles with C++{standard.group(1)}")
+    elif needs_gpu_compiler and not plan.devel:
         why = "it compiles CUDA/ROCm code, which needs nvcc or hipcc; a CPU Target's base has neither"
         routes.append(f"lock for a CUDA or ROCm Target, whose build runs on its devel base ({name} may not build for a CPU Target at all)")
     elif needs_gpu_compiler:

@@ -98,3 +98,14 @@ def test_the_route_offers_a_release_with_a_wheel_only_where_the_index_lists_one(
     route = wheel_route("w", "0.2.5", _listed(*files), numpy_spec.target)
     assert said in route
     assert ("No release" in route) == ("No release" in said)
+
+
+def test_a_log_that_names_the_package_but_not_its_release_takes_requirements_ins_exact_pin(numpy_spec):
+    log = (
+        "  error: subprocess-exited-with-error\n  Getting requirements to build wheel did not run successfully.\n"
+        "  [3 lines of output]\n  RuntimeError: Running from numpy source directory.\n  [end of output]\n"
+        "ERROR: Failed to build 'numpy' when getting requirements to build wheel\n"
+    )
+    error = resolution_error(numpy_spec, log, "host", [], kept_pins=False)
+    assert error.message.startswith("numpy==1.17.1 cannot be resolved") and "Running from numpy source directory." in error.message
+    assert "pin numpy==1.23.2, the first release with a wheel for the Target" in error.hint

@@ -9,6 +9,7 @@ from packaging.utils import canonicalize_name
 
 from bundler.contracts.dropped import pin_that_ships
 from bundler.errors import ExternalError, LockError
+from bundler.lock.pinfiles import exact_pins
 from bundler.lock.spec import LockSpec
 from bundler.lock.torchbuild import RETIRED_NOTICE, per_torch_index, torch_build_failure, unpreparable, without_frames
 from bundler.lock.uvresolve import uv_summary
@@ -185,6 +186,8 @@ def _own_output(text: str, last: int = 8) -> str:
 
 def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockError:
     """The refusal for a source archive that does not even give its requirements here: its own words, and the routes."""
+    if not version:  # the log names no release: requirements.in's own exact pin of it, when it has one
+        version = next((pin.version for pin in exact_pins(spec) if pin.name == canonicalize_name(name)), "")
     pin = f"{name}=={version}" if version else name
     missing = _MISSING.findall(output)
     why = ""

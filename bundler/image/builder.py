@@ -1,8 +1,8 @@
 """The builder container: a source archive made into a wheel on the Target's own base image.
 
 It runs in the builder image (engine/builderimage.py: the base image, or ``bundler/builder:<key>``
-with the compilers and system packages the archive builds with). The build runs ``pip wheel --no-deps`` in a fresh venv as
-this user, with the host's CA bundle and proxy (its build requirements come from PyPI),
+with the compilers and system packages the archive builds with). The build runs ``pip wheel
+--no-deps`` in a fresh venv as this user, with the host's CA bundle and proxy (its build requirements come from PyPI),
 with ``SOURCE_DATE_EPOCH`` fixed so that a rebuild gives the same bytes where the
 package's build allows it.
 """

@@ -224,7 +224,7 @@ def _wheel_for(item: dict, key: str, lock: Lock, bundle, engine, base, say, plan
 
         base = base_image(engine, against.plan.base, say=say)  # the devel base: nvcc / hipcc
     packages = builderimage.archive_packages(builder.member_list(sdist), bundle.system_packages)
-    system = [name for name in bundle.system_packages if name in packages]  # what it compiles against: the bundle's headers
+    system = bundle.system_packages if packages else ()  # what it compiles against: the headers the bundle installs
     image = builderimage.builder_image(engine, base, f"python{target.python}", packages, say)
     python = f"python{target.python}"
     inputs = builder.Inputs(bundle.requirements, tuple(system), bundle.target)

@@ -174,13 +174,10 @@ def metadata_failure(log: str) -> tuple[str, str, str] | None:
     return str(canonicalize_name(name)) if name else "", version, _own_output(blocks[-1]) if blocks else ""
 
 
-_RETIRED = re.compile(RETIRED_NOTICE, re.IGNORECASE)
-
-
 def _own_output(text: str, last: int = 8) -> str:
     """The last lines of an archive's output, after any earlier notice that it is retired and what replaces it."""
     lines = without_frames(text)
-    notices = [line for line in lines[:-last] if _RETIRED.search(line)][:4]
+    notices = [line for line in lines[:-last] if RETIRED_NOTICE.search(line)][:4]
     return "\n  ".join(line[:300] for line in notices + lines[-last:])
 
 

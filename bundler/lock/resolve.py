@@ -464,8 +464,20 @@ def _torch_probe(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, s
         urls = [url for _, url in indexes]
         volumes, env = _lock_volumes(spec, settings, pairs, urls)
         pin = f"torch=={spec.pins.get('torch', spec.target.torch)}"
-        arguments = (image, base.image_id, spec.target.python, pin, _index_args(urls, settings), volumes, env)
-        return ProbeSite(client, *arguments, cache_dir() / "container", say, base, tuple(spec.bundle.system_packages))
+        return ProbeSite(
+            client,
+            image,
+            base.image_id,
+            spec.target.python,
+            pin,
+            _index_args(urls, settings),
+            volumes,
+            env,
+            cache_dir() / "container",
+            say=say,
+            base=base,
+            system_packages=tuple(spec.bundle.system_packages),
+        )
 
     def probe(sdist: Path, sha256: str, name: str, version: str) -> list[str] | None:
         if not sites:

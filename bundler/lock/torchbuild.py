@@ -64,8 +64,8 @@ _PIP_NOISE = re.compile(
 )
 _TRACEBACK_LINE = re.compile(r"^(Traceback|During handling|The above exception|[~^]+$)")
 # a package's notice that it is retired and what replaces it (the ``sklearn`` placeholder's first lines)
-RETIRED_NOTICE = r"\bdeprecated\b|\brather than\b"
-_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file|" + RETIRED_NOTICE + ")", re.IGNORECASE)
+RETIRED_NOTICE = re.compile(r"\bdeprecated\b|\brather than\b", re.IGNORECASE)
+_OWN_ERROR = re.compile(r"(\berror\b|Error:|fatal|undefined reference|No such file|" + RETIRED_NOTICE.pattern + ")", re.IGNORECASE)
 NINJA_STEP = re.compile(r"^\[(\d+)/(\d+)\]\s")
 _COMPILER = re.compile(r"(?:^|[\s/])(?:[\w-]+-)?(?:gcc|g\+\+|c\+\+|cc|clang\+\+|clang|nvcc|hipcc)(?:-[\d.]+)?\s")
 

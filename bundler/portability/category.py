@@ -98,7 +98,7 @@ def _run_record(data: bytes) -> bool:
     """Do most of the first lines read as a run's records (timestamps, levels, progress), not prose, or is it a saved
     terminal session (a prompt naming its folder first, or three of them)?"""
     lines = [line for line in data[:65536].splitlines()[:200] if line.strip()]
-    if lines and _PROMPT_LINE.match(lines[0]) or sum(1 for line in lines if _PROMPT_LINE.match(line)) >= 3:
+    if (lines and _PROMPT_LINE.match(lines[0])) or sum(1 for line in lines if _PROMPT_LINE.match(line)) >= 3:
         return True
     return len(lines) >= 5 and sum(1 for line in lines if _RECORD_LINE.match(line)) >= 0.6 * len(lines)
 

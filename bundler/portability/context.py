@@ -499,17 +499,17 @@ def in_container(data: bytes, line_start: int, start: int) -> bool:
 
 # A notebook output that prints a Dockerfile (``!cat Dockerfile``) or a build of one (``docker build .``): its paths
 # are the image's layout, as the Dockerfile's own are.
-_OUTPUT_TEXT = re.compile(rb'"(?:text|text/plain)"\s*:\s*\[|"(?:output_type|source)"\s*:')
+_OUTPUT_HEADS = (b'"text": [', b'"text":[', b'"text/plain": [', b'"text/plain":[', b'"output_type":', b'"source":')
 _IMAGE_RECIPE_LINE = re.compile(rb'"(?:FROM [\w.:/@-]+(?: AS \w+)?\\n|Step \d+/\d+ : [A-Z]+ |#\d+ \[[\w -]*\d+/\d+\] [A-Z]+ )')
 
 
 def image_recipe_output(data: bytes, start: int, most: int = 1 << 16) -> bool:
     """Is ``start`` in a notebook output's text whose lines before it print a Dockerfile or its build (a ``FROM`` line,
     a ``Step 4/9 : RUN`` line)?"""
-    heads = list(_OUTPUT_TEXT.finditer(data, max(0, start - most), start))
-    if not heads or not heads[-1].group(0).endswith(b"["):
+    head, begin = max((data.rfind(key, max(0, start - most), start), key) for key in _OUTPUT_HEADS)
+    if head < 0 or not begin.endswith(b"["):
         return False  # not in an output's lines
-    return _IMAGE_RECIPE_LINE.search(data, heads[-1].end(), start) is not None
+    return _IMAGE_RECIPE_LINE.search(data, head + len(begin), start) is not None
 
 
 def logical_line_end(data: bytes, at: int, most: int = 20) -> int:

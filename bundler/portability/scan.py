@@ -575,7 +575,7 @@ class Scanner:
             return None  # an inlined image or video, not a folder
         if hit.group in ("home", "temp", "absolute") and context.in_container(data, line_start, hit.start):
             return None  # docker exec NAME /scripts/x.sh: the container's own layout
-        if hit.group in ("home", "temp", "absolute") and kind == OUTPUT and context.image_recipe_output(data, hit.start):
+        if hit.group in ("home", "temp", "absolute") and kind == OUTPUT and place.recipes and context.image_recipe_output(data, hit.start):
             return None  # !cat Dockerfile, docker build's Step 4/9 : RUN …: the image's layout
         if hit.group == "absolute" and place.image:
             return None  # a Dockerfile's paths are the image's own layout; .gitignore's are the repository's
@@ -793,6 +793,7 @@ class _Place:
         self.image = self.build_file or _IMAGE_FILE.match(name) is not None
         self.ci = _CI_CONFIG.match(relative) is not None
         self.packaging = name in _PACKAGING_FILES
+        self.recipes = category == "notebook" and b"FROM " in data  # a printed Dockerfile or build has a FROM line
         self.notebook = NotebookLocator(data, types) if category == "notebook" else None
         self.remote = context.remote_lines(data) if b"ssh" in data else context.Spans([])
         own = _OWN_BLOCK.search(data) if b"--- path parameters (written by" in data else None

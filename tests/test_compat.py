@@ -225,6 +225,16 @@ def test_bundler_compat_env_row_replaces_a_shipped_row(tmp_path, monkeypatch):
     table = load_table()
     assert table.releases["2.9.1"].cuda == ("12.8",)
     assert table.releases["2.9.1"].file == str(override)
+    assert table.releases["2.9.1"].cxx_standard == 17  # every torch from 2.1 on needs C++17: the default
+
+
+def test_a_user_row_for_an_older_torch_names_the_cxx_standard_its_headers_need(tmp_path, monkeypatch):
+    override = tmp_path / "older.toml"
+    override.write_text(
+        '[[release]]\ntorch = "2.0.1"\ntorchvision = "0.15.2"\ntorchaudio = "2.0.2"\npython = ["3.11"]\ncxx_standard = 14\n'
+    )
+    monkeypatch.setenv("BUNDLER_COMPAT", str(override))
+    assert load_table().releases["2.0.1"].cxx_standard == 14
 
 
 @pytest.mark.parametrize(
@@ -241,6 +251,10 @@ def test_bundler_compat_env_row_replaces_a_shipped_row(tmp_path, monkeypatch):
             "unknown key 'colour'",
         ),
         ('[rocm."7.9"]\narch = ["sm_90"]\ndevel_base = "x"\n', "arch must be a list"),
+        (
+            '[[release]]\ntorch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.15.0"\npython = ["3.11"]\ncxx_standard = "17"\n',
+            "is not a C++ standard",
+        ),
         ("[[release]\n", "not valid TOML"),
     ],
 )

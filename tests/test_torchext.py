@@ -546,3 +546,80 @@ def test_torchs_headers_refusing_an_older_cxx_standard_name_the_standard_not_a_m
     other = log.replace("#error C++17 or later compatible compiler is required to use PyTorch.", "'at::Tensor' was not declared")
     cuda = builder.build_failure("chamfer", "1.0.0", tmp_path / "chamfer-1.0.0.tar.gz", 1, other, against)
     assert "needs nvcc or hipcc" in cuda.message  # without that line, the CUDA route stands
+
+
+# ----- an archive asking for an older C++ standard than torch's headers: refused in seconds, naming a later release ---
+CHAMFER_SETUP = """\
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+setup(
+    name="chamferish",
+    ext_modules=[CppExtension("chamferish._C", ["chamferish/ext.cpp"], extra_compile_args={"cxx": ["{flag}"]})],
+    cmdclass={"build_ext": BuildExtension},
+)
+"""
+
+
+def _standard_sdist(folder: Path, version: str, files: dict[str, str]) -> Path:
+    stem = f"chamferish-{version}"
+    contents = {
+        f"{stem}/PKG-INFO": f"Metadata-Version: 2.1\nName: chamferish\nVersion: {version}\n",
+        **{f"{stem}/{k}": v for k, v in files.items()},
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_archive(folder / f"{stem}.tar.gz", contents)
+
+
+@pytest.mark.parametrize(
+    "files, asked",
+    [
+        ({"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=c++14")}, ("setup.py", "-std=c++14")),
+        ({"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=gnu++1y")}, ("setup.py", "-std=gnu++1y")),
+        ({"CMakeLists.txt": "project(x)\nset(CMAKE_CXX_STANDARD 14)\n"}, ("CMakeLists.txt", "CMAKE_CXX_STANDARD 14")),
+        ({"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=c++11"), "setup.cfg": "[build_ext]\n"}, ("setup.py", "-std=c++11")),
+        # a setup.py choosing by torch's version names both: the newer one stands
+        ({"setup.py": CHAMFER_SETUP.replace('"{flag}"', '"-std=c++17" if TORCH_2_1 else "-std=c++14"')}, None),
+        ({"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=c++17")}, None),
+        ({"setup.py": "# torch 1.x needed -std=c++14\n" + CHAMFER_SETUP.replace("{flag}", "-O3")}, None),  # a comment asks nothing
+        ({"setup.py": CHAMFER_SETUP.replace("{flag}", "/std:c++20")}, None),
+    ],
+)
+def test_the_cxx_standard_an_archives_build_asks_for_is_read_from_its_build_files(tmp_path, files, asked):
+    from bundler.lock.torchbuild import older_standard
+
+    assert older_standard(_standard_sdist(tmp_path, "1.0.0", files), 17) == asked
+
+
+def test_an_archive_asking_for_cxx14_is_refused_at_lock_naming_the_first_later_release_that_asks_for_cxx17(tmp_path):
+    archives = {
+        version: _standard_sdist(tmp_path / version, version, {"setup.py": CHAMFER_SETUP.replace("{flag}", flag)})
+        for version, flag in (("1.0.0", "-std=c++14"), ("1.0.1", "-std=c++14"), ("1.0.3", "-std=c++17"), ("1.1.0", "-std=c++17"))
+    }
+    files = [IndexFile(path.name, path.as_uri(), "") for path in archives.values()]
+    probe_ran = []
+    stand_ins = StandIns(tmp_path / "stand-ins", probe=lambda *args: probe_ran.append(args) or [])
+    with pytest.raises(LockError) as raised:
+        stand_ins.add("chamferish", "1.0.0", files, SpecifierSet("==1.0.0"), CPU311)
+    error = raised.value
+    assert "chamferish==1.0.0" in error.message and "its setup.py asks the compiler for -std=c++14" in error.message
+    assert "torch 2.13.0's headers need C++17" in error.message
+    assert error.hint.startswith("Pin chamferish>=1.0.3 in requirements.in") and not probe_ran  # refused before torch is installed
+    only_older = [f for f in files if "1.0.3" not in f.filename and "1.1.0" not in f.filename]
+    with pytest.raises(LockError) as none_later:
+        StandIns(tmp_path / "again").add("chamferish", "1.0.0", only_older, SpecifierSet("==1.0.0"), CPU311)
+    assert none_later.value.hint.startswith("No later release of chamferish on the lock's indexes asks for C++17")
+    assert stand_ins.add("chamferish", "1.0.3", files, SpecifierSet(), CPU311).version == "1.0.3"
+
+
+def test_a_locked_archive_asking_for_an_older_standard_is_refused_by_the_build_before_torch_is_installed(tmp_path, monkeypatch):
+    from bundler.errors import BuildError
+    from bundler.image import wheelbuild
+
+    sdist = _standard_sdist(tmp_path, "1.0.0", {"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=c++14")})
+    monkeypatch.setattr(wheelbuild, "_sdist", lambda item, lock: sdist)
+    monkeypatch.setattr(wheelbuild, "download", lambda *args, **kwargs: pytest.fail("the torch wheel was fetched"))
+    item = {"name": "chamferish", "version": "1.0.0", "build_imports_torch": True}
+    with pytest.raises(BuildError) as raised:
+        wheelbuild._torch_plan(item, None, CPU311, None)
+    assert "-std=c++14" in raised.value.message and raised.value.hint.startswith("Pin a later release of chamferish")

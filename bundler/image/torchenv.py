@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import tarfile
 import zipfile
 from dataclasses import dataclass, field
 from email.parser import Parser
@@ -25,7 +24,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from bundler.lock.torchbuild import top_file
+from bundler.lock.torchbuild import top_file, top_files
 from bundler.lock.torchprobe import build_system_requires, pyproject_build_requires
 
 JOB_MEMORY_GIB = 2.0  # what one compiler job of a torch extension takes, at most, in practice
@@ -87,23 +86,7 @@ def _names(lines: list[str]) -> list[str]:
 
 def _build_files(sdist: Path) -> dict[str, str]:
     """The top-level setup.py and pyproject.toml of an archive, as text."""
-    wanted = re.compile(r"^[^/]+/(setup\.py|pyproject\.toml)$")
-    found = {}
-    try:
-        if sdist.name.endswith(".zip"):
-            with zipfile.ZipFile(sdist) as archive:
-                for name in archive.namelist():
-                    if wanted.match(name):
-                        found[name] = archive.read(name).decode("utf-8", "replace")
-        else:
-            with tarfile.open(sdist) as archive:
-                for member in archive.getmembers():
-                    if member.isfile() and wanted.match(member.name):
-                        stream = archive.extractfile(member)
-                        found[member.name] = stream.read().decode("utf-8", "replace") if stream else ""
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError):
-        return {}
-    return found
+    return top_files(sdist, ("setup.py", "pyproject.toml"))
 
 
 def max_jobs(cpus: int | None = None, memory_bytes: int | None = None) -> int:

@@ -33,6 +33,7 @@ from bundler.errors import BuildError, ExternalError, LockError
 from bundler.fsutil import atomic_write_text, sha256_file
 from bundler.image import builder, preflight, torchenv
 from bundler.image.wheelhouse import cache_root, download, find_cached
+from bundler.lock import torchbuild
 from bundler.lock.lockfile import Lock
 from bundler.lock.sidecar import Sidecar, make_sidecar, read_sidecar, sidecar_path, sidecar_problems
 from bundler.lock.sources import PYPI_SIMPLE, index_files, target_tags
@@ -184,6 +185,11 @@ def _torch_plan(item: dict, lock: Lock, target, base) -> torchenv.TorchBuildPlan
     sdist = _sdist(item, lock)
     if not item.get("build_imports_torch") and not torchenv.imports_torch(sdist):
         return None
+    needed = torchbuild.needed_standard(target)
+    asked = torchbuild.older_standard(sdist, needed)
+    if asked is not None:  # refused in seconds, before torch is installed in the builder
+        message, hint = torchbuild.older_standard_refusal(f"{item['name']}=={item['version']}", target.torch, needed, asked, None)
+        raise BuildError(message, hint=hint, value=item["name"])
     torch_pin = next((pin for pin in lock.pins if canonicalize_name(pin.name) == "torch"), None)
     if torch_pin is None:
         raise LockError(

@@ -149,7 +149,12 @@ class StandIns:
         sdist = _choose(name, version, files, wanted, {v for n, v in self.archives if n == name})
         if sdist is None:
             raise unpreparable(name, version, target, "no source archive of it is listed on the lock's indexes")
-        archive = read_archive(name, sdist, target, self.probe)
+        try:
+            archive = read_archive(name, sdist, target, self.probe)
+        except OlderStandard as older:
+            later = later_with_standard(name, older.version, files, older.needed)
+            message, hint = older_standard_refusal(f"{name}=={older.version}", target.torch, older.needed, older.asked, later)
+            raise LockError(message, hint=hint, value=name) from None
         self.archives[(name, archive.version)] = archive
         self._write(archive)
         return archive
@@ -186,34 +191,15 @@ def _choose(name: str, version: str, files: list, wanted: SpecifierSet, covered:
 def read_archive(name: str, item, target, probe=None) -> Archive:
     """Download the archive (hash-checked where the index names its sha256) and read its dependencies: from its static
     metadata, or, where only a build can tell them and wherever the Target is a CPU one (a CUDA-only build stops there),
-    from ``probe``: its metadata prepared with the Target's torch installed."""
-    from bundler.pipsettings import host_pip_settings, open_url
-
+    from ``probe``: its metadata prepared with the Target's torch installed. An archive whose build asks for an older C++
+    standard than the Target's torch headers need raises OlderStandard before anything is prepared."""
     with tempfile.TemporaryDirectory(prefix="bundler-torchbuild-") as work:
-        path = Path(work) / item.filename
-        try:
-            if item.url.startswith("file://"):
-                from urllib.parse import unquote, urlsplit
-
-                path.write_bytes(Path(unquote(urlsplit(item.url).path)).read_bytes())
-            else:
-                with open_url(item.url, host_pip_settings(), timeout=120) as response:
-                    path.write_bytes(response.read())
-        except (OSError, ValueError) as error:
-            raise ExternalError(
-                f"{name}'s source archive {item.filename} could not be read from {item.url} ({error}); its build imports torch, so "
-                "bundler reads its dependencies from the archive itself.",
-                hint="Check the network and the proxy (PIP_PROXY / HTTPS_PROXY), then lock again.",
-                value=name,
-            ) from None
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        if item.sha256 and digest != item.sha256:
-            raise ExternalError(
-                f"{item.url} does not match the sha256 its index names ({item.sha256[:16]}…).",
-                hint="The index serves another file than it lists; try again, or check BUNDLER_INDEX_MAP.",
-                value=item.filename,
-            )
+        path, digest = _fetch(name, item, Path(work))
         _, version = parse_sdist_filename(item.filename)
+        needed = needed_standard(target)
+        asked = older_standard(path, needed)
+        if asked is not None:
+            raise OlderStandard(str(version), asked, needed)
         found = static_requirements(path)
         if probe is not None and (found is None or target.backend == "cpu"):
             try:
@@ -227,6 +213,69 @@ def read_archive(name: str, item, target, probe=None) -> Archive:
         raise unpreparable(name, str(version), target, f"its source archive {item.filename} declares its dependencies only when built")
     requires, source = found
     return Archive(str(canonicalize_name(name)), str(version), item.filename, digest, tuple(requires), source)
+
+
+class OlderStandard(Exception):
+    """An archive whose build asks for an older C++ standard than torch's headers need."""
+
+    def __init__(self, version: str, asked: tuple[str, str], needed: int):
+        super().__init__(version)
+        self.version, self.asked, self.needed = version, asked, needed
+
+
+def _fetch(name: str, item, work: Path) -> tuple[Path, str]:
+    """The archive downloaded into ``work`` and its sha256, checked against the one its index names."""
+    from bundler.pipsettings import host_pip_settings, open_url
+
+    path = work / item.filename
+    try:
+        if item.url.startswith("file://"):
+            from urllib.parse import unquote, urlsplit
+
+            path.write_bytes(Path(unquote(urlsplit(item.url).path)).read_bytes())
+        else:
+            with open_url(item.url, host_pip_settings(), timeout=120) as response:
+                path.write_bytes(response.read())
+    except (OSError, ValueError) as error:
+        raise ExternalError(
+            f"{name}'s source archive {item.filename} could not be read from {item.url} ({error}); its build imports torch, so "
+            "bundler reads its dependencies from the archive itself.",
+            hint="Check the network and the proxy (PIP_PROXY / HTTPS_PROXY), then lock again.",
+            value=name,
+        ) from None
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if item.sha256 and digest != item.sha256:
+        raise ExternalError(
+            f"{item.url} does not match the sha256 its index names ({item.sha256[:16]}…).",
+            hint="The index serves another file than it lists; try again, or check BUNDLER_INDEX_MAP.",
+            value=item.filename,
+        )
+    return path, digest
+
+
+LATER_READ = 4  # later releases read for one that asks for the C++ standard torch needs
+
+
+def later_with_standard(name: str, version: str, files: list, needed: int) -> str:
+    """The first release after ``version`` whose source archive does not ask for an older standard than ``needed``
+    ("" when none of the next LATER_READ does)."""
+    later = []
+    for item in files:
+        try:
+            _, found = parse_sdist_filename(item.filename)
+        except (InvalidSdistFilename, InvalidVersion):
+            continue
+        if found > Version(version) and not found.is_prerelease:
+            later.append((found, item))
+    for found, item in sorted(later, key=lambda pair: pair[0])[:LATER_READ]:
+        with tempfile.TemporaryDirectory(prefix="bundler-torchbuild-") as work:
+            try:
+                path, _ = _fetch(name, item, Path(work))
+            except ExternalError:
+                continue
+            if older_standard(path, needed) is None:
+                return str(found)
+    return ""
 
 
 def static_requirements(sdist: Path) -> tuple[list[str], str] | None:
@@ -290,23 +339,87 @@ def member_names(sdist: Path) -> list[str]:
         return []
 
 
-def top_file(sdist: Path, filename: str) -> str:
-    """The text of ``<top>/filename`` in the archive ("" when it has none or cannot be read)."""
+def top_files(sdist: Path, filenames: tuple[str, ...]) -> dict[str, str]:
+    """filename -> the text of ``<top>/filename`` for each of ``filenames`` the archive holds ({} when it cannot be read)."""
 
-    def at_top(name: str) -> bool:
-        return name.count("/") == 1 and name.endswith("/" + filename)
+    def wanted(name: str) -> str | None:
+        top, _, rest = name.partition("/")
+        return rest if top and rest in filenames else None
 
+    found: dict[str, str] = {}
     try:
         if sdist.name.endswith(".zip"):
             with zipfile.ZipFile(sdist) as zipped:
-                name = next((n for n in zipped.namelist() if at_top(n)), None)
-                return zipped.read(name).decode("utf-8", "replace") if name else ""
-        with tarfile.open(sdist) as tarred:
-            member = next((m for m in tarred.getmembers() if m.isfile() and at_top(m.name)), None)
-            stream = tarred.extractfile(member) if member else None
-            return stream.read().decode("utf-8", "replace") if stream else ""
+                for name in zipped.namelist():
+                    if (short := wanted(name)) and short not in found:
+                        found[short] = zipped.read(name).decode("utf-8", "replace")
+        else:
+            with tarfile.open(sdist) as tarred:
+                for member in tarred.getmembers():
+                    if member.isfile() and (short := wanted(member.name)) and short not in found:
+                        stream = tarred.extractfile(member)
+                        found[short] = stream.read().decode("utf-8", "replace") if stream else ""
     except ARCHIVE_ERRORS:
-        return ""
+        return {}
+    return found
+
+
+def top_file(sdist: Path, filename: str) -> str:
+    """The text of ``<top>/filename`` in the archive ("" when it has none or cannot be read)."""
+    return top_files(sdist, (filename,)).get(filename, "")
+
+
+# The C++ standard a build asks its compiler for: gcc/clang's -std=c++14 (gnu++14, c++1y), MSVC's /std:c++14, CMake's
+# CMAKE_CXX_STANDARD 14 and cxx_std_14. torch's headers refuse an older one than the table's cxx_standard.
+_STANDARD_FLAG = re.compile(r"(?:-std=(?:c|gnu)\+\+|/std:c\+\+|\bCMAKE_CXX_STANDARD\s+|\bcxx_std_)(\d\d|[01][xyz]|2[ab])\b")
+_SPELLED = {"0x": 11, "1y": 14, "1z": 17, "2a": 20, "2b": 23}
+_STANDARD_FILES = ("setup.py", "setup.cfg", "pyproject.toml", "CMakeLists.txt")
+
+
+def _standard_year(spelled: str) -> int:
+    number = _SPELLED.get(spelled) or int(spelled)
+    return number + (1900 if number >= 90 else 2000)
+
+
+def older_standard(sdist: Path, needed: int) -> tuple[str, str] | None:
+    """(file, flag) when every C++ standard the archive's build files ask for is older than ``needed``; None when one of them
+    is not (a setup.py choosing by torch's version names both) or they name none."""
+    asked = []
+    for filename, text in top_files(sdist, _STANDARD_FILES).items():
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        asked += [(_standard_year(match.group(1)), filename, match.group(0).strip()) for match in _STANDARD_FLAG.finditer(code)]
+    if not asked or max(asked)[0] >= _standard_year(str(needed)):
+        return None
+    _, filename, flag = max(asked)
+    return filename, flag
+
+
+def needed_standard(target) -> int:
+    """The C++ standard the Target's torch headers need (the table's ``cxx_standard``)."""
+    from bundler.target.table_file import load_table
+
+    return load_table().release(target.torch).cxx_standard
+
+
+def older_standard_refusal(pin: str, torch: str, needed: int, asked: tuple[str, str], later: str | None) -> tuple[str, str]:
+    """(message, hint) for an archive whose build asks for an older C++ standard than torch's headers need; ``later``:
+    the first later release whose build does not ("" when none was found, None when none was looked for)."""
+    name = pin.partition("==")[0]
+    message = (
+        f"{pin} cannot build against torch {torch}: its {asked[0]} asks the compiler for {asked[1]}, and torch {torch}'s headers "
+        f'need C++{needed} (they stop with "#error C++{needed} or later compatible compiler is required"): a release made for '
+        "an older torch."
+    )
+    if later:
+        hint = f"Pin {name}>={later} in requirements.in: its build asks for C++{needed} or names no older standard."
+    elif later is None:
+        hint = f"Pin a later release of {name}, one whose build asks for C++{needed}, and lock again (`bundler lock` looks for it)."
+    else:
+        hint = (
+            f"No later release of {name} on the lock's indexes asks for C++{needed}: choose a torch that release was made for, "
+            f"or build a wheel of it with -std=c++{needed} where it builds and list `./wheels/<the file>.whl` in requirements.in."
+        )
+    return message, hint
 
 
 def _requires_txt(text: str) -> list[str]:

@@ -73,6 +73,7 @@ class Release:
     unchecked: tuple[str, ...] = ()  # fields no source could confirm
     cuda_aarch64: tuple[str, ...] = ()  # CUDA builds for Linux aarch64 on PyTorch's index (ROCm: x86_64 only)
     torchtext: str = ""  # its last release, 0.18.0, went with torch 2.3: "" for every later torch
+    cxx_standard: int = 17  # the C++ standard its headers need (torch 2.1 on: "#error C++17 or later compatible compiler")
 
     def builds(self, backend: str, platform: str = "linux_x86_64") -> tuple[str, ...]:
         """The accelerator versions of one backend's builds for a platform ("" for the CPU build)."""

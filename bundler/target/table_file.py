@@ -23,6 +23,7 @@ DRIVER_RE = re.compile(r"^\d+(\.\d+){0,2}$")
 ARCH_RE = re.compile(r"^(sm_\d+a?|compute_\d+|gfx[0-9a-f]+)$")
 GFX_RE = re.compile(r"^gfx[0-9a-f]+$")
 SETUPTOOLS_RULES = ("never", "python>=3.12", "always")
+CXX_STANDARDS = (14, 17, 20, 23)
 
 _TOP_KEYS = {"schema", "index_root", "pypi_index", "runtime_base", "cpu_devel_base", "sources", "cuda", "rocm", "release"}
 _CUDA_KEYS = {"driver_toolkit", "driver_minor_compat", "devel_base", "confirmed", "sources"}
@@ -32,6 +33,7 @@ _RELEASE_KEYS = {
     "torchvision",
     "torchaudio",
     "torchtext",
+    "cxx_standard",
     "triton",
     "pytorch_triton_rocm",
     "cuda",
@@ -193,6 +195,9 @@ def _release(path: Path, index: int, row: object) -> Release:
         )
     if row.get("torchtext") and not (isinstance(row["torchtext"], str) and RELEASE_RE.match(row["torchtext"])):
         raise _bad(path, where, f"torchtext {row['torchtext']!r} is not an exact version", 'Give the torchtext paired with it, or "".')
+    cxx_standard = row.get("cxx_standard", 17)
+    if type(cxx_standard) is not int or cxx_standard not in CXX_STANDARDS:
+        raise _bad(path, where, f"cxx_standard {cxx_standard!r} is not a C++ standard", "Give 14, 17, 20 or 23 (17 from torch 2.1 on).")
     for key in ("triton", "pytorch_triton_rocm", "pypi_cuda", "pypi_cuda_aarch64", "note"):
         if not isinstance(row.get(key, ""), str):
             raise _bad(path, where, f"{key} must be a string", f'Write {key} = "…" ("" when unknown).')
@@ -224,6 +229,7 @@ def _release(path: Path, index: int, row: object) -> Release:
         torchvision=row["torchvision"],
         torchaudio=row["torchaudio"],
         torchtext=row.get("torchtext", ""),
+        cxx_standard=cxx_standard,
         triton=row.get("triton", ""),
         pytorch_triton_rocm=row.get("pytorch_triton_rocm", ""),
         cuda=cuda,

@@ -154,9 +154,13 @@ def glued_flag(data: bytes, start: int) -> bool:
     return start >= 2 and data[start - 2] == 0x2D and chr(data[start - 1]).isalpha() and (start == 2 or data[start - 3] in b" \t\"'=(")
 
 
+_OPERAND_END = re.compile(rb"(?:[\w)\]]|[\"'])[ \t]*$")  # a name, a call, a subscript or a string ends right before
+
+
 def tail_literal(data: bytes, start: int) -> bool:
-    """Is the string holding the path at ``start`` the tail of a concatenation (``root + "/data/x"``), or a
-    string method's argument (``text.split("/utils/")``), and so no path of its own?"""
+    """Is the string holding the path at ``start`` the tail of a concatenation (``root + "/data/x"``, Lua's
+    ``root..'/x'``, Julia's ``root * "/x"``), or a string method's argument (``text.split("/utils/")``), and so no
+    path of its own?"""
     if start == 0 or data[start - 1] not in b"\"'":
         return False
     before = start - 2
@@ -165,6 +169,10 @@ def tail_literal(data: bytes, start: int) -> bool:
     while before >= 0 and data[before] in b" \t":
         before -= 1
     if before >= 0 and data[before] == 0x2B:
+        return True
+    if before >= 1 and data[before - 1 : before + 1] == b".." and data[before - 2 : before - 1] != b".":  # Lua's root..'/x'
+        return True
+    if before >= 1 and data[before] == 0x2A and _OPERAND_END.search(data, max(0, before - 40), before):  # Julia's root * "/x"
         return True
     if before == start - 2 and data[before] == 0x7D:  # {var}'/x' in IPython, ${DIR}"/x" in a shell: a tail
         return True
@@ -230,8 +238,18 @@ _FILE_NAME = re.compile(rb"[A-Za-z_][\w+-]*\.[A-Za-z][\w]{0,7}")
 _FILE_WORD = re.compile(rb"(?i)(?:file|fname|filename|path)s?$")
 
 
+# A placeholder a help text or a prompt shows for a path of the user's (``Input directory: /dir``, ``Ex: /file.vcf``),
+# as ``/path/to/x`` is one: an absolute path written for every machine, so bound to none.
+_PLACEHOLDER_NAME = re.compile(rb"(?i)(?:dir|directory|folder|path|file|filename)(?:\.[a-z][\w]{0,7})?\.?")
+
+
 def _single_kept(data: bytes, line_start: int, start: int, end: int) -> bool:
-    return path_named(data, line_start, start) or used_as_folder(data, line_start, start, end) or root_file(data, line_start, start, end)
+    return (
+        path_named(data, line_start, start)
+        or used_as_folder(data, line_start, start, end)
+        or root_file(data, line_start, start, end)
+        or _PLACEHOLDER_NAME.fullmatch(data, start + 1, end) is not None
+    )
 
 
 def root_file(data: bytes, line_start: int, start: int, end: int) -> bool:
@@ -268,6 +286,14 @@ def concatenated_folder(data: bytes, start: int) -> bool:
     return close > start and data[close - 1] == 0x2F and data[after : after + 16].lstrip()[:1] == b"+"
 
 
+def closes_string(data: bytes, line_start: int, start: int) -> bool:
+    """Is the quote right before ``start`` one that closes a string (``'rlp'/x``): glued to what it ends, after an odd
+    number of the same quotes on its line? (A notebook's escaped ``\\"`` is never taken for one.)"""
+    if start - 2 < line_start or data[start - 1] not in b"\"'" or data[start - 2] in b" \t([{,=:+\\\"'":
+        return False
+    return data.count(data[start - 1 : start], line_start, start - 1) % 2 == 1
+
+
 _VARIABLE_BEFORE = re.compile(rb"(?<![\w$\\])\$\{?[A-Za-z_]\w*\}?$")
 
 
@@ -284,7 +310,11 @@ def preceded_ok(group: str, data: bytes, start: int) -> bool:
         return True
     before = data[start - 1]
     if group == "single":
-        return (before in b" \t\"'`" or _curly_before(data, start) or in_search_path(data, start)) and not tail_literal(data, start)
+        named = before == 0x3D and path_named(data, data.rfind(b"\n", 0, start) + 1, start)  # DATA_DIR=/data in a shell
+        shown = before == 0x28 and _PLACEHOLDER_NAME.match(data, start + 1) is not None  # a prompt's "Location (/dir): "
+        return (before in b" \t\"'`" or named or shown or _curly_before(data, start) or in_search_path(data, start)) and not tail_literal(
+            data, start
+        )
     if group in ("absolute", "built", "rooted"):
         if tail_literal(data, start):
             return False
@@ -416,6 +446,8 @@ PORTABLE_LOOKAHEAD = _portable_lookahead()
 def portable_absolute(text: str) -> bool:
     """Is this absolute path the same on every machine (``/usr/lib/…``, ``/opt/conda/…``, ``/dev/null``)?"""
     parts = [p for p in text.split("/") if p]
+    if parts == ["Users", "Shared"]:
+        return True  # macOS's folder shared by every user (what is kept in it is one Mac's)
     if not parts or parts[0] not in _PORTABLE_ROOTS or _per_user(parts):
         return False
     under = _PORTABLE_UNDER.get(parts[0])
@@ -465,6 +497,7 @@ class Hit:
 
 
 _WINDOWS_USERS = re.compile(r"(?i)^[a-z]:[\\/]+users(?:[\\/]|$)")
+_MAC_SHARED = re.compile(rb"/Users/Shared(?![\w.-])")
 
 
 def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit]:
@@ -481,12 +514,18 @@ def line_hits(patterns, data: bytes, line_start: int, line_end: int) -> list[Hit
                 if begin is None:
                     continue
                 start = begin
+            if group == "home" and _MAC_SHARED.match(data, start):
+                if end - start <= len(b"/Users/Shared/"):
+                    continue  # macOS's own folder for every user, as /Library is
+                group = "absolute"  # /Users/Shared/data/x: one Mac's folder, no user's home
             if group == "remote":
                 colon, start = start, remote_start(data, line_start, start)
                 if start is None or (_bare_name(data, colon, end) and not _user_and_copy(data, line_start, line_end, start, colon)):
                     continue
             if not (glued or preceded_ok(group, data, start) or any(start == wrapped for _, wrapped in chains)):
                 continue
+            if group in ("absolute", "rooted", "single") and closes_string(data, line_start, start):
+                continue  # home/'rlp'/project_name/'data': pathlib's operator after a string, no path of its own
             if group == "windows" and WINDOWS_SYSTEM.match(data[start:line_end].decode("latin-1")):
                 continue
             if group == "lookup":  # take in the receiver: os.path.expanduser, pathlib.Path.home, os.environ

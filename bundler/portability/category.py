@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from bundler.portability import context
 
 CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".env", ".properties"})
-DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".html", ".htm", ".tex"})
+DOCS_SUFFIXES = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".html", ".htm", ".tex", ".bib", ".bbl"})
 DOCS_DIRS = frozenset({"docs", "doc", "logs", "log"})
 LIST_SUFFIXES = frozenset({".txt", ".lst", ".list", ".csv", ".tsv", ".flist", ".scp"})
 # What a run writes about itself: a log (``run.log``, ``train.log.txt``, ``x.log.1``), a scheduler's

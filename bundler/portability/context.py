@@ -140,6 +140,17 @@ def in_provenance(data: bytes, line_start: int, start: int) -> bool:
     return bool(ends) and _PROVENANCE_END.search(data, ends[-1], start) is None
 
 
+# A sequencing data file's header records the run that made it on the machine it ran on: VCF's meta lines
+# (##reference=/vol3/…/hg19.fa, ##commandline="freebayes …"), SAM's program and comment lines (@PG … CL:bwa mem /…).
+_DATA_HEADER_FILE = re.compile(rb"##fileformat=VCF|@HD\t")
+_DATA_HEADER_LINE = (b"##", b"@PG\t", b"@CO\t", b"@SQ\t")
+
+
+def data_file_header(data: bytes, line_start: int) -> bool:
+    """Is the line at ``line_start`` a header line of a VCF or SAM file: a record of another machine's run?"""
+    return data.startswith(_DATA_HEADER_LINE, line_start) and _DATA_HEADER_FILE.match(data) is not None
+
+
 # ssh's options that take a value (``-i key.pem``, ``-F config``, ``-o IdentityFile=…``): local files, not the other machine's.
 _SSH_VALUE_OPTIONS = frozenset(b"BbcDEeFIiJLlmOoPpQRSWw")
 _WORD = re.compile(rb"\S+")
@@ -340,8 +351,8 @@ _STRING_END = re.compile(rb"[\"'\n]")
 _STRING_THEN_BREAK = re.compile(rb"[\"'](?![/~\\]|[A-Za-z]:)[^\"'\n]*[\"'][ \t]*\\?[ \t]*\r?\n$")
 
 
-# R's calls that concatenate their arguments into one string: a later argument is a piece of that string.
-_CONCATENATING_CALL = re.compile(rb"(?:\bpaste0?|\bstr_c|\bfile\.path|\bstr_glue|\bglue)\s*$")
+# R's and MATLAB's calls that concatenate their arguments into one string: a later argument is a piece of that string.
+_CONCATENATING_CALL = re.compile(rb"(?:\bpaste0?|\bstr_c|\bfile\.path|\bstr_glue|\bglue|\bstrcat|\bhorzcat|\bfullfile)\s*$")
 
 
 def later_concatenated_argument(data: bytes, start: int, most: int = 600) -> bool:
@@ -357,6 +368,22 @@ def later_concatenated_argument(data: bytes, start: int, most: int = 600) -> boo
             depth -= 1
         elif byte == 0x2C and depth == 0:
             commas += 1
+        at -= 1
+    return False
+
+
+def matlab_concatenated(data: bytes, line_start: int, start: int) -> bool:
+    """In MATLAB, is the string at ``start`` a later element of ``[root '/RGB/']`` (``[a, 'x']``): a piece of the
+    character array the brackets join?"""
+    depth, at = 0, start - 2  # the quote before the path, then what the brackets hold before it
+    while at >= line_start:
+        byte = data[at]
+        if byte in b")]":
+            depth += 1
+        elif byte in b"([":
+            if depth == 0:
+                return byte == 0x5B and data[at + 1 : start - 1].strip(b" \t,") != b""
+            depth -= 1
         at -= 1
     return False
 
@@ -431,6 +458,25 @@ def namespace_name(data: bytes, line_start: int, start: int) -> bool:
     return bool(words & _NAMESPACE_WORDS) or ("group" in words and any("log" in word for word in words))  # awslogs-group
 
 
+_COMMENT_BEFORE = re.compile(rb"[ \t]*(?:#|//|%|--)")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+
+
+def named_by_variables(data: bytes, line_start: int, text: str) -> bool:
+    """On a comment line, is the path made of the names of the code's own variables (``# h5-group /idx_sample/idx_sub``
+    above ``create_group(f'/{idx_sample}/{idx_sub}')``): the shape of what the code builds from them, no folder?"""
+    parts = text.strip("/").split("/")
+    if len(parts) < 2 or not _COMMENT_BEFORE.match(data, line_start):
+        return False
+    for name in parts[:2]:
+        if not _IDENTIFIER.fullmatch(name):
+            return False
+        bound = re.compile(rb"(?m)^[ \t]*(?:for[ \t]+)?" + re.escape(name.encode()) + rb"[ \t]*(?:=[^=]|in\b)")
+        if bound.search(data) is None:
+            return False
+    return True
+
+
 # The first folders of data paths on clusters and boxes: what a ROS graph name (``/camera/image_raw``) never starts with.
 _DATA_TOPS = frozenset({"data", "datasets", "dataset", "scratch", "path", "workspace", "storage", "nfs", "gpfs", "net"})
 _DATA_TOPS |= frozenset({"cluster", "shared", "share", "work", "project", "projects", "vol", "volumes", "content", "kaggle"})
@@ -463,6 +509,41 @@ _REGEX_LITERAL = re.compile(rb"(?:(?<=\()/[^/\s]+/[gimsuyd]{1,4}(?=[,)])|(?<=`)/
 
 # An XPath: XInclude's xpointer(/Xdmf/Domain/…), XSLT's select="/root/x", an attribute named for it.
 _XPATH_BEFORE = re.compile(rb"""(?:\bxpointer\(|\b(?:select|match|xpath|XPath)\s*=\s*["'])$""")
+
+
+# What only a regular expression writes inside a string: a negated class repeated (([^\\]+), [^/]*), a class escape
+# repeated ((\w+)), a non-capturing or named group, a look-around; or "^" starting the string.
+_REGEX_SIGN = re.compile(rb"\[\^[^\]\n]*\][+*?)]|\(\?(?:[:=!]|P?<)|\\[dwsSbD][+*?]")
+
+
+def regex_string(data: bytes, line_start: int, line_end: int, start: int) -> bool:
+    """Is the path at ``start`` inside a string that holds a regular expression (``'D:\\Imaging\\([^\\]+)'``,
+    ``"^/home/(\\w+)/"``): a pattern to match paths, no folder of its own?"""
+    opening = max(data.rfind(b"'", line_start, start), data.rfind(b'"', line_start, start))
+    if opening < 0:
+        return False
+    closing = data.find(data[opening : opening + 1], start, line_end)
+    literal = data[opening + 1 : closing if closing > 0 else line_end]
+    return literal.startswith(b"^") or _REGEX_SIGN.search(literal) is not None
+
+
+# A TeX engine's log ("This is pdfTeX, Version …") wraps every line at max_print_line, 79 characters.
+_TEX_LOG = re.compile(rb"This is (?:pdf|Xe|Lua|LuaHB|e-|e-up|up|p)?TeX\b")
+TEX_WRAP = 79
+_WRAPPED_HEAD = re.compile(rb"[^\s<>()\"']+$")
+
+
+def tex_wrapped_system_path(data: bytes, line_start: int, start: int, end: int) -> bool:
+    """In a TeX log, is the path that starts a line the rest of one the wrap cut (``…></usr`` then
+    ``/share/texlive/…``), and is the whole path the system's?"""
+    if start != line_start or line_start < 2 or not _TEX_LOG.match(data, 0, 200):
+        return False
+    previous = data.rfind(b"\n", 0, line_start - 1) + 1
+    if line_start - 1 - previous != TEX_WRAP:
+        return False
+    head = _WRAPPED_HEAD.search(data, previous, line_start - 1)
+    whole = (head.group(0) if head else b"") + data[start:end]
+    return whole.startswith(b"/") and portable_absolute(whole.decode("utf-8", "replace"))
 
 
 def markup_or_regex(data: bytes, start: int) -> bool:
@@ -796,8 +877,12 @@ def component_after_lookup(text: str, end: int) -> str | None:
 _OUTPUT_WORDS = re.compile(
     rb"(?i)(?<![a-z])(?:(?:out(?:put)?s?(?:_?(?:dir|path|root|folder|file))?|save_?(?:dir|path|root|folder|to)|savefig|write"
     rb"|results?|checkpoints?|ckpts?|logs?(?:_?dir)?|runs|exports?|dumps?|dest(?:_?dir)?"
-    rb"|(?:train|eval|model|summary|exp|experiment)s?_?dir)(?![a-z])|save\(|to_csv)"
+    rb"|(?:train|eval|model|summary|exp|experiment)s?_?dir|work(?:ing)?_?dirs?|workspaces?)(?![a-z])|save\(|to_csv)"
 )
+# The name a bare temporary root is given (ray_workdir='/tmp', output_dir: /dev/shm), and the next part of a join from one
+# (os.path.join('/dev/shm', 'ray_workdir', name)): what says the root keeps a run's results.
+_KEY_BEFORE = re.compile(rb"([A-Za-z_][\w-]*)[\"'\]]*\s*[:=]\s*[rRuUfF]?[\"']?$")
+_JOINED_PART = re.compile(rb"[\"']\s*,\s*[rRuUfF]?[\"']([\w.-]+)[\"']")
 
 
 def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
@@ -808,6 +893,14 @@ def temp_is_output(data: bytes, line_start: int, start: int, text: str) -> bool:
     parts = [p for p in text.split("/") if p]
     roots = {("tmp",), ("var", "tmp"), ("dev", "shm"), ("private", "tmp"), ("var", "folders"), ("private", "var", "folders")}
     named = not any(tuple(parts) == root for root in roots)
+    if not named:
+        joined = _JOINED_PART.match(data, start + len(text.encode("utf-8")))
+        if joined is not None:  # os.path.join('/dev/shm', 'ray_workdir', …): the folder made in it
+            parts.append(joined.group(1).decode("utf-8", "replace"))
+            text, named = "/".join(["", *parts]), True
+        key = _KEY_BEFORE.search(data, max(line_start, start - 80), start)
+        if key is not None and _OUTPUT_WORDS.search(key.group(1)) and not _SCRATCH_VARIABLE.search(key.group(0)):
+            return True  # ray_workdir='/tmp', output_dir: /dev/shm: the root itself keeps the results
     if not named and text.endswith("/"):
         tree = placeholder_tree(data, start + len(text.encode("utf-8")))
         if tree is not None:  # f"/tmp/{user}/runs/…": a tree of folders kept per user, unless a cache or scratch

@@ -565,6 +565,14 @@ class Scanner:
         if hit.group in ("home", "temp", "absolute") and context.namespace_name(data, line_start, hit.start):
             place.namespaced.add(hit.text)
             return None  # prim_path="/World/ground", Subscriber("/camera/image"): no folder
+        if hit.group not in ("remote", "lookup", "homevar") and context.regex_string(data, line_start, line_end, hit.start):
+            return None  # 'D:\\Imaging\\([^\\]+)': a pattern that matches paths, no folder
+        if hit.group == "absolute" and context.named_by_variables(data, line_start, hit.text):
+            return None  # # write to /idx_sample/idx_sub/params: the names of the code's variables, no folder
+        if hit.group == "absolute" and context.tex_wrapped_system_path(data, line_start, hit.start, hit.end):
+            return None  # a TeX log's ``…></usr`` wrapped at 79 characters, then ``/share/texlive/…``: the system's
+        if hit.group == "absolute" and place.relative.endswith(".m") and context.matlab_concatenated(data, line_start, hit.start):
+            return None  # [root '/RGB/']: MATLAB joins the piece to a folder
         if hit.group == "absolute" and context.path_piece(data, line_start, hit.start):
             return None  # .replace("/speech_data/", "/speech_data_16k/"), # root + /ImageSets/val.txt: a piece of a path
         if hit.group == "absolute" and place.batch and _CMD_SWITCH.fullmatch(hit.text):
@@ -595,7 +603,9 @@ class Scanner:
         found = found.rstrip(".") if shape != "home-lookup" else found
         if category != "docs" and place.is_docs(hit.start):
             category = "docs"
-        printed_history = kind == OUTPUT and context.in_provenance(data, line_start, hit.start)
+        printed_history = (kind == OUTPUT and context.in_provenance(data, line_start, hit.start)) or context.data_file_header(
+            data, line_start
+        )
         if shape == "remote" or printed_history or context.is_remote(data, line_start, hit.start) or place.remote.holds(hit.start):
             category = "remote"
         elif place.ci and category != "docs" and not self._portable(shape, found, data, end):

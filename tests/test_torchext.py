@@ -577,6 +577,12 @@ def _standard_sdist(folder: Path, version: str, files: dict[str, str]) -> Path:
         ({"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=c++14")}, ("setup.py", "-std=c++14")),
         ({"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=gnu++1y")}, ("setup.py", "-std=gnu++1y")),
         ({"CMakeLists.txt": "project(x)\nset(CMAKE_CXX_STANDARD 14)\n"}, ("CMakeLists.txt", "CMAKE_CXX_STANDARD 14")),
+        (
+            {"setup.py": "import subprocess\nsubprocess.check_call(['cmake', '..'])\n", "CMakeLists.txt": "set(CMAKE_CXX_STANDARD 14)\n"},
+            ("CMakeLists.txt", "CMAKE_CXX_STANDARD 14"),
+        ),
+        # PyG's ops: setup.py builds the extension with setuptools; its CMakeLists.txt builds a C++ library apart
+        ({"setup.py": CHAMFER_SETUP.replace('"{flag}"', '"-O3"'), "CMakeLists.txt": "set(CMAKE_CXX_STANDARD 14)\n"}, None),
         ({"setup.py": CHAMFER_SETUP.replace("{flag}", "-std=c++11"), "setup.cfg": "[build_ext]\n"}, ("setup.py", "-std=c++11")),
         # a setup.py choosing by torch's version names both: the newer one stands
         ({"setup.py": CHAMFER_SETUP.replace('"{flag}"', '"-std=c++17" if TORCH_2_1 else "-std=c++14"')}, None),

@@ -385,7 +385,10 @@ def older_standard(sdist: Path, needed: int) -> tuple[str, str] | None:
     """(file, flag) when every C++ standard the archive's build files ask for is older than ``needed``; None when one of them
     is not (a setup.py choosing by torch's version names both) or they name none."""
     asked = []
-    for filename, text in top_files(sdist, _STANDARD_FILES).items():
+    files = top_files(sdist, _STANDARD_FILES)
+    if "setup.py" in files and "cmake" not in files["setup.py"].lower():
+        files.pop("CMakeLists.txt", None)  # setuptools builds the extension; the CMake file builds a C++ library apart (PyG's)
+    for filename, text in files.items():
         code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
         asked += [(_standard_year(match.group(1)), filename, match.group(0).strip()) for match in _STANDARD_FLAG.finditer(code)]
     if not asked or max(asked)[0] >= _standard_year(str(needed)):

@@ -198,3 +198,15 @@ def test_another_module_of_a_wheel_whose_own_module_imports_is_a_warning_not_a_f
     assert "multi-mod's own module multi_mod imports" in report["warnings"][0]["hint"]
     # its own module failing: every module of it counts
     assert {item["module"] for item in report["failures"]} == {"broken_own", "broken_own_extra"}
+
+
+def test_a_compiled_library_built_against_another_torch_is_named_as_such_with_the_route():
+    error = (
+        "ImportError: /opt/venv/lib/python3.11/site-packages/harmonics/_C.cpython-311-x86_64-linux-gnu.so: undefined symbol: "
+        "_ZNR5torch7Library4_defEON3c1014FunctionSchemaEPNS1_12OperatorNameE"
+    )
+    hint = imports.hint_for(error, "harmonics", "0.9.1", "reqs.in")
+    assert "harmonics 0.9.1's compiled library was built against another torch" in hint and "in reqs.in" in hint
+    assert "the project was tested with" not in hint
+    other = imports.hint_for("ImportError: x.so: undefined symbol: _ZN5boost6system15system_categoryEv", "b", "1")
+    assert "another torch" not in other  # a symbol of another library says nothing about torch

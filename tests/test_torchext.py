@@ -371,6 +371,20 @@ def test_an_archive_that_fails_to_give_its_requirements_is_refused_in_its_own_wo
     assert "download.openmmlab.com/mmcv/dist/cpu/torch2.13/index.html" in (mmcv.hint or "")
 
 
+def test_bindings_that_build_only_at_the_system_librarys_release_name_its_package_and_release(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from bundler.lock.piplog import unprepared
+
+    monkeypatch.setenv("BUNDLER_INDEX_MAP", f"https://pypi.org/simple={tmp_path.as_uri()}")
+    output = "WARNING: numpy not available!  Array support will not be enabled\nerror in GDAL setup command: use_2to3 is invalid."
+    error = unprepared(SimpleNamespace(target=CPU311), "GDAL", "3.0.4", output)
+    assert "use_2to3 is invalid" in error.message
+    assert 'system_packages = ["libgdal-dev"]' in (error.hint or "") and "pin `GDAL==3.6.2`" in (error.hint or "")
+    other = unprepared(SimpleNamespace(target=CPU311), "oldpkg", "1.0", "error: use_2to3 is invalid.")
+    assert "libgdal-dev" not in (other.hint or "")
+
+
 def test_a_failed_first_lock_does_not_speak_of_a_previous_lock(tmp_path, indexed):
     from bundler.lock.run import run_lock
     from bundler.target.bundle import load_bundle

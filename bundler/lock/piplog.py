@@ -8,11 +8,13 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from bundler.contracts.dropped import pin_that_ships
+from bundler.contracts.syslibs import bundle_line
 from bundler.errors import ExternalError, LockError
 from bundler.lock.pinfiles import exact_pins
 from bundler.lock.spec import LockSpec
 from bundler.lock.torchbuild import RETIRED_NOTICE, per_torch_index, torch_build_failure, unpreparable, without_frames
 from bundler.lock.uvresolve import uv_summary
+from bundler.target.syspackages import binding_for
 
 _NOISE = re.compile(r"WARNING: Location '.*' is ignored|^\s*$")
 
@@ -201,6 +203,14 @@ def unprepared(spec: LockSpec, name: str, version: str, output: str) -> LockErro
     from bundler.lock.sources import listed_wheel_route
 
     release = listed_wheel_route(name, version, spec.target)
+    binding = binding_for(name)
+    if binding is not None:  # GDAL: bindings that build only at the system library's own release
+        package, system_release = binding
+        release = (
+            f"{name}'s bindings compile against the system's own library and build only at its release: in bundle.toml's "
+            f"[build], {bundle_line([package])}, and pin `{name}=={system_release}` (the release of Debian bookworm's {package}) "
+            f"in requirements.in; or {release[0].lower() + release[1:]}"
+        )
     return LockError(
         f"{pin} cannot be resolved for {spec.target.describe()}: the release the resolver chose has no wheel the Target can "
         f"use, and its source archive's build failed while the resolver read its requirements. Its own output:\n  {output}\n{why}".rstrip(),

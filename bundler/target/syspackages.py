@@ -94,5 +94,11 @@ def package_for_message(error: str) -> tuple[str, str]:
     return syslibs.package_for_message(provides(), error)
 
 
+def binding_for(distribution: str) -> tuple[str, str] | None:
+    """(Debian package, its release) for Python bindings that build only against the system library's own release."""
+    package, _, release = provides()["bindings"].get(distribution.lower().replace("_", "-"), "").partition(" ")
+    return (package, release) if package and release else None
+
+
 def build_needs(log: str) -> list[tuple[str, str]]:
     return syslibs.build_needs(provides(), log)

@@ -232,6 +232,10 @@ def _module_gone(module: str) -> str:
         return ""
 
 
+# A C++ symbol of torch's own namespaces (c10::, at::, torch::) that the library asks for and the loaded torch lacks.
+_TORCH_SYMBOL = re.compile(r"undefined symbol: _Z\w*?(?:3c10|2at|5torch)\d")
+
+
 def hint_for(error: str, dist: str, version: str, input_name: str = "requirements.in") -> str:
     """What to do about one failed import (``input_name``: the lock's input, bundle.toml [build] requirements)."""
     from importlib import metadata
@@ -288,6 +292,17 @@ def hint_for(error: str, dist: str, version: str, input_name: str = "requirement
             f"{dist} needs the system library {library.group(1) or library.group(2)}, which this image's base lacks: choose a base "
             f"image that has it (bundle.toml [target] base_image), drop {dist} if the project does not need it here, or use a "
             f"release of {dist} whose wheel bundles the library."
+        )
+    if _TORCH_SYMBOL.search(error):
+        try:
+            torch = f"torch {metadata.version('torch')}"
+        except metadata.PackageNotFoundError:
+            torch = "this torch"
+        return (
+            f"{dist} {version}'s compiled library was built against another torch than the {torch} installed here: it asks for "
+            f"a torch symbol this torch does not have. Pin a release of {dist} built for {torch} in {input_name} (one that "
+            f"publishes only a source archive is built by bundler against the Target's torch), or choose the torch {dist} "
+            f"{version} was built for; then `bundler lock` and `bundler build`."
         )
     if re.search(r"cannot import name|has no attribute", error):
         return (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-SECTIONS = ("libraries", "programs", "messages", "headers", "pkgconfig", "build_programs", "build_libraries")
+SECTIONS = ("libraries", "programs", "messages", "headers", "pkgconfig", "build_programs", "build_libraries", "bindings")
 _SONAME_STEM = re.compile(r"^(.+?\.so)(?:\.[0-9.]*)?$")
 _MISSING_LIBRARY = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
 

@@ -174,17 +174,24 @@ class StandIns:
         (page / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n", encoding="utf-8")
 
 
-def _choose(name: str, version: str, files: list, wanted: SpecifierSet, covered: set[str]):
-    """The IndexFile of the source archive to stand in for."""
-    candidates = []
+def source_archives(files: list) -> list[tuple[Version, object]]:
+    """(version, IndexFile) of each source archive among an index's files."""
+    found = []
     for item in files:
         try:
-            _, found = parse_sdist_filename(item.filename)
+            found.append((parse_sdist_filename(item.filename)[1], item))
         except (InvalidSdistFilename, InvalidVersion):
             continue
-        if str(found) in covered or (version and found != Version(version)) or (not version and not wanted.contains(found)):
-            continue
-        candidates.append((found, item))
+    return found
+
+
+def _choose(name: str, version: str, files: list, wanted: SpecifierSet, covered: set[str]):
+    """The IndexFile of the source archive to stand in for."""
+    candidates = [
+        (found, item)
+        for found, item in source_archives(files)
+        if str(found) not in covered and (found == Version(version) if version else wanted.contains(found))
+    ]
     return max(candidates, key=lambda pair: pair[0])[1] if candidates else None
 
 
@@ -259,14 +266,7 @@ LATER_READ = 4  # later releases read for one that asks for the C++ standard tor
 def later_with_standard(name: str, version: str, files: list, needed: int) -> str:
     """The first release after ``version`` whose source archive does not ask for an older standard than ``needed``
     ("" when none of the next LATER_READ does)."""
-    later = []
-    for item in files:
-        try:
-            _, found = parse_sdist_filename(item.filename)
-        except (InvalidSdistFilename, InvalidVersion):
-            continue
-        if found > Version(version) and not found.is_prerelease:
-            later.append((found, item))
+    later = [(found, item) for found, item in source_archives(files) if found > Version(version) and not found.is_prerelease]
     for found, item in sorted(later, key=lambda pair: pair[0])[:LATER_READ]:
         with tempfile.TemporaryDirectory(prefix="bundler-torchbuild-") as work:
             try:

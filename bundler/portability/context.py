@@ -13,6 +13,7 @@ import io
 import re
 import tokenize
 from bisect import bisect_right
+from functools import lru_cache
 
 from bundler.machinepaths import FHS_TOP, inside_url, portable_absolute
 
@@ -468,13 +469,16 @@ def named_by_variables(data: bytes, line_start: int, text: str) -> bool:
     parts = text.strip("/").split("/")
     if len(parts) < 2 or not _COMMENT_BEFORE.match(data, line_start):
         return False
-    for name in parts[:2]:
-        if not _IDENTIFIER.fullmatch(name):
-            return False
-        bound = re.compile(rb"(?m)^[ \t]*(?:for[ \t]+)?" + re.escape(name.encode()) + rb"[ \t]*(?:=[^=]|in\b)")
-        if bound.search(data) is None:
-            return False
-    return True
+    return all(_IDENTIFIER.fullmatch(name) for name in parts[:2]) and set(parts[:2]) <= _bound_names(data)
+
+
+_BINDING = re.compile(rb"(?m)^[ \t]*(?:for[ \t]+)?([A-Za-z_]\w*)[ \t]*(?:=[^=]|in\b)")
+
+
+@lru_cache(maxsize=4)
+def _bound_names(data: bytes) -> frozenset[str]:
+    """The names a file's statements bind (``name = …``, ``for name in …``), read once per file."""
+    return frozenset(match.group(1).decode("ascii") for match in _BINDING.finditer(data))
 
 
 # The first folders of data paths on clusters and boxes: what a ROS graph name (``/camera/image_raw``) never starts with.

@@ -114,3 +114,13 @@ def test_a_comment_that_draws_a_path_from_the_codes_own_variables_names_no_folde
     )
     root = build_tree(tmp_path / "p", {"tools.py": python})
     assert [line for _, line, _, _ in found_in(root)] == [6]
+
+
+def test_a_text_file_the_code_writes_or_reads_is_the_codes_and_prose_beside_it_stays_documentation(tmp_path):
+    script = "out = outdir + '/' + 'repeatability.txt'\nwith open(out, 'w') as f:\n    f.write(report)\n"
+    written = "Counting the variants of sample /media/ana/Extra/run1/total.vcf\nLow Freq Var Present:\n2290\n"
+    notes = "Notes\n\nThe raw runs were in /media/ana/Extra/run1 on the lab box.\n"
+    files = {"overlap/count.py": script, "overlap/repeatability.txt": written, "overlap/notes.txt": notes, "README.txt": notes}
+    root = build_tree(tmp_path / "p", files)
+    found = sorted((file, category) for file, _, _, category in found_in(root))
+    assert found == [("README.txt", "docs"), ("overlap/notes.txt", "docs"), ("overlap/repeatability.txt", "code")]

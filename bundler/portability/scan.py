@@ -18,11 +18,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from bundler.machinepaths import FORMAT_FIELD, PORTABLE_LOOKAHEAD, Hit, boundary_before, line_hits, path_named, shape_patterns, word_byte
 from bundler.portability import context, homevars, rooted, shell
-from bundler.portability.category import CONFIG_SUFFIXES, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
+from bundler.portability.category import CONFIG_SUFFIXES, DOCS_DIRS, DOCS_SUFFIXES, LIST_SUFFIXES, category_of
 from bundler.portability.classify import ENV_LOCAL, ParameterRegistry, classify, read_env_local, split_home
 from bundler.portability.notebook import DATA, MARKDOWN, OUTPUT, SOURCE, NotebookLocator, cell_types
 from bundler.portability.tails import TailParameters, keyword_call
@@ -133,6 +133,7 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     for entry in walk(root_real, include_generated):
         scanner.scan_entry(entry, result, max_bytes)
     result.findings += scanner.rooted_findings(result)
+    _text_the_code_names(result, scanner.text_files_named)
     made = _in_home_folders_made(scanner.home_dot_folders + scanner.configured_folders_made())
     tails = _tails_dropped(result, scanner)
     if scanner.container_folders or scanner.image_files or made or tails:  # the project's own container layout
@@ -152,6 +153,23 @@ def scan(project: Path | str | None = None, *, max_bytes: int = MAX_FILE_BYTES, 
     return result
 
 
+# Code that names a text file it reads or writes: that file is its input or its output, not prose.
+_NAMING_CODE = frozenset({".py", ".ipynb", ".sh", ".bash", ".r", ".m", ".jl", ".lua", ".pl", ".js", ".ts", ".java", ".c", ".cpp"})
+_TEXT_FILE_NAME = re.compile(rb"([\w.-]+\.txt)\b")
+
+
+def _text_the_code_names(result: ScanResult, named: set[str]) -> None:
+    """A ``.txt`` file the project's code names (``outputFile = outdir + '/' + 'sampleRepeatability.txt'``) is what the
+    code reads or writes, so its paths are the code's, not documentation (docs/ and README files stay documentation)."""
+    for finding in result.findings:
+        path = PurePosixPath(finding.file)
+        if finding.category != "docs" or path.suffix != ".txt" or path.name not in named:
+            continue
+        if not any(part.lower() in DOCS_DIRS for part in path.parts[:-1]) and not path.name.lower().startswith(_PROSE_NAMES):
+            finding.category = "code"
+
+
+_PROSE_NAMES = ("readme", "changelog", "license", "authors", "contributing", "notice", "copying", "install")
 _CMD_SWITCH = re.compile(r"/[A-Za-z?]:?")
 # A ROS package's files that name topics, frames and parameters with slashes: launch files, RViz layouts, parameters.
 _ROS_FILES = (".launch", ".launch.xml", ".rviz", ".yaml", ".yml")
@@ -369,6 +387,7 @@ class Scanner:
         self.container_homes: set[str] = set()  # those of them in a home: binds and WORKDIR only
         self.home_dot_folders: list[tuple[Finding, str, bool]] = []  # dot folders in a home: named, created there
         self.python_files: list[str] = []  # where a function's definition is looked up (tails.py)
+        self.text_files_named: set[str] = set()  # the .txt names the code reads or writes (``open('scores.txt', 'w')``)
         self.tail_candidates: list[tuple[Finding, str, str]] = []  # (finding, function, keyword) of f(keyword="/x")
         self._exists_cache: dict[str, bool] = {}
         self.rooted: list[tuple[rooted.Assignment, bytes]] = []  # NAME = "/folder" statements, with their file's text
@@ -451,6 +470,8 @@ class Scanner:
             self.container_homes |= {f for f in context.container_folders(data, context.BIND_SIDES) if f.startswith(("/home/", "/root/"))}
             if _BUILD_FILE.match(os.path.basename(relative)):
                 self.container_homes |= context.image_user_homes(data)
+        if b".txt" in data and os.path.splitext(relative)[1].lower() in _NAMING_CODE:
+            self.text_files_named.update(name.decode("utf-8", "replace") for name in _TEXT_FILE_NAME.findall(data))
         if not lines:
             return
         if not data.isascii():

@@ -133,3 +133,61 @@ def test_a_build_lacking_headers_is_refused_with_the_line_and_builds_with_it(tmp
     assert 'system_packages = ["libsndfile1-dev"]' in refused.value.hint
     wheel, wheel_digest = wheelbuild._wheel_for(item, "k2", lock, bundle("libsndfile1-dev"), docker_engine, base, lambda line: None)
     assert wheel.name.startswith("sndver-1.0-cp311-cp311-linux_x86_64") and sha256_file(wheel) == wheel_digest
+
+
+# An archive whose build backend reads a system library's development files to give its metadata (GDAL's gdal-config);
+# a backend of its own, in the archive, so that its isolated build installs nothing.
+METADATA_BACKEND = """import os, subprocess
+
+
+def _check():
+    if subprocess.run(["pkg-config", "--exists", "sndfile"]).returncode != 0:
+        raise SystemExit("sndmeta reads libsndfile's development files for its metadata: pkg-config finds no sndfile")
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    _check()
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    _check()
+    os.makedirs(os.path.join(metadata_directory, "sndmeta-1.0.dist-info"))
+    with open(os.path.join(metadata_directory, "sndmeta-1.0.dist-info", "METADATA"), "w") as out:
+        out.write("Metadata-Version: 2.1\\nName: sndmeta\\nVersion: 1.0\\n")
+    return "sndmeta-1.0.dist-info"
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise SystemExit("only its metadata is read here")
+"""
+METADATA_PYPROJECT = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_an_archive_whose_metadata_needs_the_bundles_system_packages_is_resolved_in_the_builder_image(
+    tmp_path, monkeypatch, indexed, docker_engine, debian_python_image
+):
+    import subprocess
+
+    from bundler.errors import LockError
+    from bundler.lock.run import run_lock
+    from tests.lock_support import make_project
+
+    if subprocess.run(["pkg-config", "--exists", "sndfile"]).returncode == 0:
+        pytest.fail("this host has libsndfile's development files: the test needs a host without them")
+    from tests.fakeindex import _page
+
+    monkeypatch.setenv("BUNDLER_CACHE_DIR", str(tmp_path / "cache"))
+    archive = {"sndmeta-1.0/pyproject.toml": METADATA_PYPROJECT, "sndmeta-1.0/backend.py": METADATA_BACKEND}
+    write_archive(indexed.root / "files" / "sndmeta-1.0.tar.gz", archive)  # on the fake PyPI
+    _page(indexed.root / "pypi" / "simple" / "sndmeta", ["sndmeta-1.0.tar.gz"])
+    project = make_project(tmp_path / "p", "torch==2.9.1\nsndmeta\n", base_image=debian_python_image)
+    with pytest.raises(LockError) as refused:  # no system package declared: the host's own refusal, in the archive's words
+        run_lock(load_bundle(project), cpu=True)
+    assert "pkg-config finds no sndfile" in refused.value.message
+    bundle_toml = project / "bundle.toml"
+    bundle_toml.write_text(bundle_toml.read_text().replace("[build]\n", '[build]\nsystem_packages = ["libsndfile1-dev"]\n'))
+    result = run_lock(load_bundle(project), cpu=True)
+    assert result.resolution.where.startswith("container ") and "sndmeta==1.0" in (project / "requirements-rebuild.txt").read_text()

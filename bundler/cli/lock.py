@@ -99,7 +99,8 @@ def _report(out: Output, result) -> None:
         )
     if data["arch"]:
         out.say(f"  arch        {' '.join(data['arch'])}")
-    out.say(f"  resolve in  {data['resolve_in']} with {spec.resolver}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
+    where = result.resolution.where if result.action == "written" else data["resolve_in"]  # a host refusal may move it into the builder
+    out.say(f"  resolve in  {where} with {spec.resolver}" + (f" ({spec.host_mismatch})" if spec.host_mismatch else ""))
     for note in spec.notes:
         out.say(f"  note        {note}")
     for warning in spec.warnings:

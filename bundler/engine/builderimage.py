@@ -71,13 +71,18 @@ def builder_dockerfile(base: str, python: str, packages: Sequence[str], key: str
     )
 
 
+def builder_tag(base: BaseImage, python: str, packages: Sequence[str]) -> tuple[str, str]:
+    """(tag, key) of the builder image for a base, a Python and packages."""
+    key = hashlib.sha256("\0".join((RECIPE, base.image_id, python, *packages)).encode()).hexdigest()
+    return f"{BUILDER_REPOSITORY}:{key[:24]}", key
+
+
 def builder_image(engine: Engine, base: BaseImage, python: str, packages: Sequence[str], say: Say) -> str:
     """The image to build in: the base itself, or ``bundler/builder:<key>`` with ``packages``; BuildError naming the base
     when the distribution's mirror cannot provide them."""
     if not packages:
         return base.image_id
-    key = hashlib.sha256("\0".join((RECIPE, base.image_id, python, *packages)).encode()).hexdigest()
-    tag = f"{BUILDER_REPOSITORY}:{key[:24]}"
+    tag, key = builder_tag(base, python, packages)
     found = engine.image(tag)
     if found is not None:
         return found.id

@@ -155,6 +155,15 @@ def _resolve(spec: LockSpec, previous_body: str | None, upgrade: bool, engine_na
             attempt = attempt_with(previous_body if kept_pins else None, constraint)
             if attempt.code == 0:
                 notes.append(_constrained_note(failed.log, constraint))
+        builder = _builder_for_lock(spec, engine_name, say) if attempt.code != 0 and _needs_system_packages(spec, attempt) else None
+        if builder is not None:
+            # a source archive's metadata step failed where the bundle's system packages may be missing (gdal-config): once
+            # more where they are, the builder image `bundler build` compiles it in
+            failed = attempt
+            kept = previous_body if kept_pins else None
+            attempt = _resolve_once(spec, settings, pairs, urls, kept, engine_name, constraint=constraint, floor=floor, image=builder)
+            if attempt.code != 0 and not _archive_failed(attempt.log):
+                attempt = failed  # it failed otherwise there: the host's own refusal is the one to read
         if attempt.code != 0:
             error = resolution_error(spec, attempt.log, attempt.where, indexes, kept_pins)
             if retried and isinstance(error, LockError):
@@ -301,9 +310,10 @@ def _resolve_once(
     verbose: bool = False,
     constraint: str = "",
     floor: list[str] | None = None,
+    image: str | None = None,
 ) -> Attempt:
-    """One resolution, on this host or in the Target's image; ``constraint`` constrains every isolated build's tools,
-    ``floor`` (constraint lines) the releases it may pick."""
+    """One resolution, on this host or in the Target's image (``image``: another one, the builder with the bundle's system
+    packages); ``constraint`` constrains every isolated build's tools, ``floor`` (constraint lines) the releases it may pick."""
     with tempfile.TemporaryDirectory(prefix="bundler-lock-") as work:
         work_dir = Path(work)
         lines = list(spec.compiled_input)
@@ -319,8 +329,8 @@ def _resolve_once(
             argv = uv_argv(spec.target, urls, "lock.txt")
             completed = subprocess.run(argv, cwd=work_dir, env=uv_environment(settings, cache) | build_env, capture_output=True, text=True)
             attempt = Attempt(completed.returncode, completed.stdout + completed.stderr, "host", f"uv {uv_version()}")
-        elif spec.host_mismatch:
-            ran = _resolve_in_container(spec, settings, pairs, urls, work_dir, engine_name, verbose, bool(constraint))
+        elif spec.host_mismatch or image:
+            ran = _resolve_in_container(spec, settings, pairs, urls, work_dir, engine_name, verbose, bool(constraint), image)
             attempt = Attempt(ran.exit_code, ran.output, f"container {ran.image}", f"pip-tools {_piptools_version()}")
         else:
             cache = str(cache_dir())
@@ -367,10 +377,11 @@ def _resolve_in_container(
     engine_name: str | None,
     verbose: bool = False,
     constrained: bool = False,
+    image: str | None = None,
 ) -> ContainerRun:
     from bundler.engine import Mount, RunSpec, base_image
 
-    image = spec.target.base_image or spec.base_images["runtime"]
+    image = image or spec.target.base_image or spec.base_images["runtime"]
     client = _engine(spec, image, engine_name)
     image_id = base_image(client, image).image_id
     _check_architecture(client, image, spec.target.platform)
@@ -442,6 +453,34 @@ def _lock_volumes(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, 
     env, cert_volumes = container_pip(settings, "/cache")
     volumes.update(cert_volumes)
     return volumes, env
+
+
+def _needs_system_packages(spec: LockSpec, attempt: Attempt) -> bool:
+    """Did a host resolution fail on a source archive's metadata step while the bundle declares system packages, which
+    this host may lack and the builder image has?"""
+    return bool(spec.bundle.system_packages) and attempt.where == "host" and spec.resolver == "pip-tools" and _archive_failed(attempt.log)
+
+
+def _archive_failed(log: str) -> bool:
+    return bool(prepare_failure(log) or metadata_failure(log))
+
+
+def _builder_for_lock(spec: LockSpec, engine_name: str | None, say) -> str | None:
+    """The builder image (the Target's base, compilers and the bundle's system packages) that resolution runs in; None
+    when no engine or base image is here (the host's refusal then stands)."""
+    from bundler import engine
+    from bundler.engine import base_image
+    from bundler.engine.builderimage import COMPILERS, builder_image, builder_tag
+
+    image = spec.target.base_image or spec.base_images["runtime"]
+    packages = sorted(set(COMPILERS["c"]) | set(spec.bundle.system_packages))
+    try:
+        client = engine.connect(engine_name, 600, why="a source archive's metadata needs the bundle's system packages", alternative="")
+        base, python = base_image(client, image), f"python{spec.target.python}"
+        builder_image(client, base, python, packages, say)
+        return builder_tag(base, python, packages)[0]  # its name, which the lock's header records
+    except BundlerError:
+        return None
 
 
 def _torch_probe(spec: LockSpec, settings: PipSettings, pairs: list[tuple[str, str]], indexes, engine_name: str | None, say) -> Callable:
